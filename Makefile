@@ -1,0 +1,47 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test unit integration lint format java clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# PySpark 4 needs Java 17+. Install it when running as root; otherwise say what to install.
+java:
+	@if java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		echo "Java 17+ not found: installing openjdk-17-jre-headless"; \
+		apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless; \
+	else \
+		echo "lockgate needs Java 17 or newer for PySpark 4. Install it, e.g.:"; \
+		echo "  sudo apt-get install openjdk-17-jre-headless"; exit 1; \
+	fi
+
+demo: $(STAMP) java
+	$(BIN)/python examples/account_balances.py
+
+test: $(STAMP) java
+	$(BIN)/python -m pytest -q tests
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+integration: $(STAMP) java
+	$(BIN)/python -m pytest -q tests/integration
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check src tests examples bench
+	$(BIN)/ruff check src tests examples bench
+
+format: $(STAMP)
+	$(BIN)/ruff format src tests examples bench
+	$(BIN)/ruff check --fix src tests examples bench
+
+clean:
+	rm -rf $(VENV) out

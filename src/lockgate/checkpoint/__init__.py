@@ -1,0 +1,1 @@
+"""Checkpoint storage and (in later parts) the checkpoint coordinator and savepoints."""

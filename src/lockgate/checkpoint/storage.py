@@ -1,0 +1,83 @@
+"""File access for everything lockgate persists: through fsspec, written atomically.
+
+Readers (the driver, a retried task, another executor) must never see half a file, so every
+write goes to a temporary name first and is renamed into place.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import fsspec
+from fsspec.core import url_to_fs
+
+
+class Storage:
+    """A directory tree under one fsspec URL; paths given to methods are relative to it."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+        self.fs, self.root = url_to_fs(self.url)
+        self.root = self.root.rstrip("/")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"])
+
+    def path(self, relative: str) -> str:
+        return f"{self.root}/{relative}" if relative else self.root
+
+    def child(self, relative: str) -> Storage:
+        return Storage(f"{self.url}/{relative}")
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        target = self.path(relative)
+        parent = target.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
+        with self.fs.open(temporary, "wb") as out:
+            out.write(data)
+        self.fs.mv(temporary, target)
+
+    def read_bytes(self, relative: str) -> bytes:
+        return self.fs.cat_file(self.path(relative))
+
+    def write_json(self, relative: str, value: Any) -> None:
+        self.write_bytes(relative, json.dumps(value, separators=(",", ":")).encode())
+
+    def read_json(self, relative: str) -> Any:
+        return json.loads(self.read_bytes(relative))
+
+    def exists(self, relative: str) -> bool:
+        return self.fs.exists(self.path(relative))
+
+    def remove(self, relative: str) -> None:
+        path = self.path(relative)
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+
+    def list(self, relative: str) -> list[str]:
+        """Names (not paths) of the entries of a directory, or [] if it does not exist."""
+        path = self.path(relative)
+        if not self.fs.exists(path):
+            return []
+        return sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in self.fs.ls(path, False))
+
+
+def is_writable(url: str) -> bool:
+    probe = Storage(url)
+    try:
+        probe.write_bytes(f".probe-{uuid.uuid4().hex}", b"")
+    except OSError:
+        return False
+    for name in probe.list(""):
+        if name.startswith(".probe-"):
+            probe.remove(name)
+    return True
+
+
+__all__ = ["Storage", "fsspec", "is_writable"]

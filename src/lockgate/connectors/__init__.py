@@ -1,0 +1,1 @@
+"""Sources and sinks: split enumerators on the driver, readers and writers in tasks."""

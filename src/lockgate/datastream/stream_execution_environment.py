@@ -1,0 +1,171 @@
+"""``StreamExecutionEnvironment``: where a job is declared, configured and executed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import Enum
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from lockgate.common import config_options as options
+from lockgate.common.configuration import Configuration
+from lockgate.connectors.base import Source
+from lockgate.connectors.collection import CollectionSource
+from lockgate.datastream.data_stream import CloseableIterator, DataStream
+from lockgate.graph.job_graph import build_job_graph
+from lockgate.graph.transformations import Transformation
+from lockgate.runtime.job_master import EpochStats, JobMaster
+from lockgate.runtime.spark_session import get_or_create_session
+
+
+class RuntimeExecutionMode(Enum):
+    STREAMING = "STREAMING"
+    BATCH = "BATCH"
+    AUTOMATIC = "AUTOMATIC"
+
+
+class JobExecutionResult:
+    """What ``execute`` returns: the job id, its run time, and per-epoch figures."""
+
+    def __init__(self, job_id: str, job_name: str, net_runtime_ms: int, epochs: list[EpochStats]):
+        self._job_id = job_id
+        self.job_name = job_name
+        self._net_runtime_ms = net_runtime_ms
+        self.epochs = epochs
+
+    def get_job_id(self) -> str:
+        return self._job_id
+
+    def get_net_runtime(self) -> int:
+        return self._net_runtime_ms
+
+    def get_accumulator_result(self, name: str) -> Any:
+        return None
+
+    def get_all_accumulator_results(self) -> dict[str, Any]:
+        return {}
+
+    def __repr__(self) -> str:
+        return (
+            f"JobExecutionResult(job_id={self._job_id}, net_runtime={self._net_runtime_ms} ms, "
+            f"epochs={len(self.epochs)})"
+        )
+
+
+class StreamExecutionEnvironment:
+    """Declares a job and runs it on Spark, epoch by epoch."""
+
+    def __init__(
+        self, configuration: Configuration | None = None, spark: SparkSession | None = None
+    ):
+        self._config = (
+            Configuration(configuration) if configuration is not None else Configuration()
+        )
+        options.validate(self._config.to_dict())
+        self._spark = spark
+        self._transformations: list[Transformation] = []
+
+    @staticmethod
+    def get_execution_environment(
+        configuration: Configuration | SparkSession | None = None,
+    ) -> StreamExecutionEnvironment:
+        """A new environment; pass a ``Configuration`` or an existing ``SparkSession``."""
+        if isinstance(configuration, SparkSession):
+            return StreamExecutionEnvironment(spark=configuration)
+        return StreamExecutionEnvironment(configuration)
+
+    # Configuration ------------------------------------------------------------------------
+
+    def configure(self, configuration: Configuration) -> None:
+        merged = Configuration(self._config).add_all(configuration)
+        options.validate(merged.to_dict())
+        self._config = merged
+
+    def get_configuration(self) -> Configuration:
+        return Configuration(self._config)
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        if not isinstance(parallelism, int) or parallelism < 1:
+            raise ValueError(f"parallelism must be a positive integer, got {parallelism!r}")
+        self._config.set_integer(options.PARALLELISM.key, parallelism)
+        return self
+
+    def get_parallelism(self) -> int:
+        configured = options.PARALLELISM.read(self._config.to_dict())
+        return configured if configured > 0 else self._session().sparkContext.defaultParallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        if not isinstance(max_parallelism, int) or not 0 < max_parallelism <= 32768:
+            raise ValueError(f"max parallelism must be in 1..32768, got {max_parallelism!r}")
+        self._config.set_integer(options.MAX_PARALLELISM.key, max_parallelism)
+        return self
+
+    def get_max_parallelism(self) -> int:
+        return options.MAX_PARALLELISM.read(self._config.to_dict())
+
+    def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
+        self._config.set_string(options.RUNTIME_MODE.key, execution_mode.value)
+        return self
+
+    # Sources ------------------------------------------------------------------------------
+
+    def _add(self, transformation: Transformation) -> Transformation:
+        self._transformations.append(transformation)
+        return transformation
+
+    def _source(self, source: Source, name: str) -> DataStream:
+        t = Transformation("source", name, operator=source, parallelism=source.default_parallelism)
+        return DataStream(self, self._add(t))
+
+    def from_collection(self, collection: list[Any], type_info: Any = None) -> DataStream:
+        """A bounded stream of the collection's elements, read (by default) by one subtask."""
+        return self._source(CollectionSource(collection), "Collection Source")
+
+    def from_source(
+        self, source: Source, watermark_strategy: Any, source_name: str, type_info: Any = None
+    ) -> DataStream:
+        if not isinstance(source, Source):
+            raise TypeError(f"from_source needs a source such as FileSource, got {source!r}")
+        return self._source(source, source_name)
+
+    # Execution ----------------------------------------------------------------------------
+
+    def _session(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = get_or_create_session(self._config.to_dict())
+        return self._spark
+
+    def _job_master(self, job_name: str | None) -> JobMaster:
+        """Validate everything that can be checked on the driver, then prepare the job."""
+        config = self._config.to_dict()
+        options.validate(config)
+        transformations, self._transformations = self._transformations, []
+        for t in transformations:
+            if t.kind == "source":
+                t.operator.validate()
+        session = self._session()
+        max_parallelism = options.MAX_PARALLELISM.read(config)
+        job = build_job_graph(
+            transformations,
+            self.get_parallelism(),
+            max_parallelism if max_parallelism > 0 else None,
+        )
+        return JobMaster(session, job, config, job_name or "lockgate job")
+
+    def execute(self, job_name: str | None = None) -> JobExecutionResult:
+        master = self._job_master(job_name)
+        for _ in master.run():
+            pass
+        summary = master.summary
+        runtime_ms = int(((summary.finished or 0) - summary.started) * 1000)
+        return JobExecutionResult(summary.job_id, summary.job_name, runtime_ms, summary.epochs)
+
+    def _execute_collect(self, job_name: str | None) -> CloseableIterator:
+        epochs = self._job_master(job_name).run()
+
+        def records() -> Iterator[Any]:
+            for result in epochs:
+                yield from result.collected
+
+        return CloseableIterator(records(), epochs.close)

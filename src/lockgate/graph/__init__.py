@@ -1,0 +1,1 @@
+"""From API calls to an executable plan: transformations, StreamGraph, JobGraph."""

@@ -1,0 +1,248 @@
+"""StreamGraph and JobGraph: resolve parallelism and uids, chain operators into tasks.
+
+Operators joined by a forward edge with equal parallelism run in one task (a chain) as
+plain Python calls. Every other edge crosses tasks through Spark's shuffle, which cuts the
+job into stages; partition i of a stage is subtask i.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.graph.transformations import FORWARD, REBALANCE, Partitioning, Transformation
+from lockgate.state.key_groups import check_parallelism, default_max_parallelism
+
+
+class GraphError(ValueError):
+    """A program that cannot be turned into a job."""
+
+
+@dataclass(eq=False)
+class StreamNode:
+    """A transformation that runs, with its parallelism and uid resolved."""
+
+    transformation: Transformation
+    parallelism: int
+    max_parallelism: int
+    uid: str
+    inputs: list[StreamEdge] = field(default_factory=list)
+    outputs: list[StreamEdge] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.transformation.name
+
+    @property
+    def operator(self) -> Any:
+        return self.transformation.operator
+
+    @property
+    def keyed(self) -> bool:
+        return self.transformation.keyed
+
+    @property
+    def is_source(self) -> bool:
+        return self.transformation.kind == "source"
+
+
+@dataclass(eq=False)
+class StreamEdge:
+    source: StreamNode
+    target: StreamNode
+    partitioning: Partitioning
+
+
+@dataclass(eq=False)
+class JobEdge:
+    """An edge between two tasks; records cross it through a shuffle."""
+
+    id: int
+    source: JobVertex
+    target: JobVertex
+    stream_edge: StreamEdge
+
+    @property
+    def partitioning(self) -> Partitioning:
+        return self.stream_edge.partitioning
+
+
+@dataclass(eq=False)
+class JobVertex:
+    """A chain of operators that runs as one task per parallel subtask."""
+
+    id: int
+    nodes: list[StreamNode]
+    inputs: list[JobEdge] = field(default_factory=list)
+    outputs: list[JobEdge] = field(default_factory=list)
+
+    @property
+    def head(self) -> StreamNode:
+        return self.nodes[0]
+
+    @property
+    def parallelism(self) -> int:
+        return self.head.parallelism
+
+    @property
+    def max_parallelism(self) -> int:
+        return self.head.max_parallelism
+
+    @property
+    def name(self) -> str:
+        return " -> ".join(node.name for node in self.nodes)
+
+    @property
+    def is_source(self) -> bool:
+        return self.head.is_source
+
+    @property
+    def keyed(self) -> bool:
+        return self.head.keyed
+
+
+@dataclass(eq=False)
+class JobGraph:
+    vertices: list[JobVertex]  # in topological order
+    edges: list[JobEdge]
+
+    def vertex(self, vertex_id: int) -> JobVertex:
+        return self.vertices[vertex_id]
+
+    @property
+    def sources(self) -> list[JobVertex]:
+        return [v for v in self.vertices if v.is_source]
+
+    @property
+    def stateful_nodes(self) -> list[tuple[JobVertex, StreamNode]]:
+        return [(v, v.head) for v in self.vertices if v.keyed]
+
+
+def build_job_graph(
+    transformations: Iterable[Transformation],
+    default_parallelism: int,
+    max_parallelism: int | None,
+) -> JobGraph:
+    nodes = _stream_nodes(transformations, default_parallelism, max_parallelism)
+    if not nodes:
+        raise GraphError("the job has no operators: add a source and a sink before executing")
+    return _chain(nodes)
+
+
+def _collect(transformations: Iterable[Transformation]) -> list[Transformation]:
+    seen: dict[int, Transformation] = {}
+    stack = list(transformations)
+    while stack:
+        t = stack.pop()
+        if t.id not in seen:
+            seen[t.id] = t
+            stack.extend(t.inputs)
+    return [seen[i] for i in sorted(seen)]  # ids grow with creation: a topological order
+
+
+def _upstream(t: Transformation, partitioning: Partitioning | None):
+    """Runnable inputs of a transformation, seen through partition and union nodes."""
+    if t.runs:
+        yield t, partitioning
+    elif t.kind == "partition":
+        yield from _upstream(t.inputs[0], partitioning or t.partitioning)
+    else:  # union
+        for branch in t.inputs:
+            yield from _upstream(branch, partitioning)
+
+
+def _stream_nodes(
+    transformations: Iterable[Transformation], default_parallelism: int, max_p: int | None
+) -> list[StreamNode]:
+    by_id: dict[int, StreamNode] = {}
+    ordered: list[StreamNode] = []
+    basis_count: dict[str, int] = {}
+    given_uids: dict[str, Transformation] = {}
+    for t in _collect(transformations):
+        if not t.runs:
+            continue
+        parallelism = t.parallelism or default_parallelism
+        node_max = t.max_parallelism or max_p or default_max_parallelism(parallelism)
+        try:
+            check_parallelism(parallelism, node_max)
+        except ValueError as exc:
+            raise GraphError(f"operator '{t.name}': {exc}") from None
+        upstream = [(by_id[u.id], p) for branch in t.inputs for u, p in _upstream(branch, None)]
+        basis = "|".join(
+            [t.kind, t.name, *(f"{u.uid}:{p.kind if p else '-'}" for u, p in upstream)]
+        )
+        occurrence = basis_count.get(basis, 0)
+        basis_count[basis] = occurrence + 1
+        if t.uid is not None:
+            if t.uid in given_uids:
+                raise GraphError(
+                    f"uid '{t.uid}' is used by both '{given_uids[t.uid].name}' and '{t.name}': "
+                    "uids must be unique within a job"
+                )
+            given_uids[t.uid] = t
+        uid = t.uid or _derived_uid(t.name, basis, occurrence)
+        node = StreamNode(t, parallelism, node_max, uid)
+        for up, partitioning in upstream:
+            edge = StreamEdge(up, node, _edge_partitioning(up, node, partitioning))
+            up.outputs.append(edge)
+            node.inputs.append(edge)
+        by_id[t.id] = node
+        ordered.append(node)
+    return ordered
+
+
+def _edge_partitioning(
+    up: StreamNode, down: StreamNode, requested: Partitioning | None
+) -> Partitioning:
+    if requested is not None and requested.kind != "forward":
+        return requested
+    if up.parallelism == down.parallelism:
+        return FORWARD
+    if requested is not None:
+        raise GraphError(
+            f"forward partitioning needs equal parallelism, but '{up.name}' has "
+            f"{up.parallelism} and '{down.name}' has {down.parallelism}"
+        )
+    return REBALANCE
+
+
+def _derived_uid(name: str, basis: str, occurrence: int) -> str:
+    digest = hashlib.sha256(f"{basis}#{occurrence}".encode()).hexdigest()[:12]
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "operator"
+    return f"{slug}-{digest}"
+
+
+def _chain(nodes: list[StreamNode]) -> JobGraph:
+    chain_of: dict[int, list[StreamNode]] = {}
+    chains: list[list[StreamNode]] = []
+    for node in nodes:
+        parents = {id(chain_of[id(e.source)]) for e in node.inputs}
+        chainable = (
+            node.inputs
+            and len(parents) == 1
+            and not node.keyed
+            and all(
+                e.partitioning.kind == "forward" and e.source.parallelism == node.parallelism
+                for e in node.inputs
+            )
+        )
+        if chainable:
+            chain = chain_of[id(node.inputs[0].source)]
+            chain.append(node)
+        else:
+            chain = [node]
+            chains.append(chain)
+        chain_of[id(node)] = chain
+    vertices = [JobVertex(i, chain) for i, chain in enumerate(chains)]
+    vertex_of = {id(node): v for v in vertices for node in v.nodes}
+    edges: list[JobEdge] = []
+    for vertex in vertices:
+        for edge in vertex.head.inputs:
+            job_edge = JobEdge(len(edges), vertex_of[id(edge.source)], vertex, edge)
+            edges.append(job_edge)
+            job_edge.source.outputs.append(job_edge)
+            vertex.inputs.append(job_edge)
+    return JobGraph(vertices, edges)

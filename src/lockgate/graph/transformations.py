@@ -1,0 +1,50 @@
+"""What the API records: one transformation per DataStream call.
+
+Operators are opaque here (an ``operator`` object the runtime knows how to run), which keeps
+the graph layer free of execution concerns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+_ids = count(1)
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How records travel to the next operator when they leave their task."""
+
+    kind: str  # "forward", "rebalance" or "key_group"
+    key_selector: Any = None
+
+
+FORWARD = Partitioning("forward")
+REBALANCE = Partitioning("rebalance")
+
+
+@dataclass(eq=False)
+class Transformation:
+    """A node of the user's program.
+
+    ``kind`` is "source", "operator" or "sink" for nodes that run, and "partition" or
+    "union" for virtual nodes that only shape the edges between them.
+    """
+
+    kind: str
+    name: str
+    inputs: list[Transformation] = field(default_factory=list)
+    operator: Any = None  # runtime operator spec (sources, operators, sinks)
+    partitioning: Partitioning | None = None  # for "partition" nodes
+    keyed: bool = False  # an operator whose input is partitioned by key group
+    parallelism: int | None = None
+    max_parallelism: int | None = None
+    fixed_parallelism: bool = False  # e.g. non-parallel sources
+    uid: str | None = None
+    id: int = field(default_factory=lambda: next(_ids))
+
+    @property
+    def runs(self) -> bool:
+        return self.kind in ("source", "operator", "sink")

@@ -1,0 +1,1 @@
+"""Execution: the job master's epoch loop on the driver, and subtasks inside Spark tasks."""

@@ -1,0 +1,110 @@
+"""Output channels: how records leave a task for the next stage's subtasks.
+
+Records are buffered per target subtask and handed to Spark's shuffle in batches, each
+tagged with (edge, sending subtask, sequence number) so the receiver can replay its input
+in a deterministic order: a retried subtask then produces exactly the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lockgate.runtime.operators import Operator, OperatorContext, resolve_callable
+from lockgate.state.key_groups import murmur_hash
+from lockgate.state.key_hash import stable_key_hash
+
+BATCH_SIZE = 2048
+
+
+class ChannelWriter(Operator):
+    """Base of the writers at the tail of a chain, one per outgoing edge."""
+
+    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int):
+        super().__init__(ctx)
+        self.edge_id = edge_id
+        self.targets = targets
+        self.buffers: list[list[Any]] = [[] for _ in range(targets)]
+        self.sequence = 0
+
+    def partition(self, buffer_index: int) -> int:
+        return buffer_index
+
+    def flush(self, buffer_index: int) -> None:
+        buffer = self.buffers[buffer_index]
+        if buffer:
+            item = (self.edge_id, self.ctx.index, self.sequence, buffer)
+            self.ctx.outbox.append((self.partition(buffer_index), item))
+            self.sequence += 1
+            self.buffers[buffer_index] = []
+
+    def end_epoch(self) -> None:
+        for buffer_index in range(len(self.buffers)):
+            self.flush(buffer_index)
+        self.sequence = 0
+
+
+class ForwardWriter(ChannelWriter):
+    """Subtask i sends to subtask i of a task with the same parallelism."""
+
+    def __init__(self, ctx: OperatorContext, edge_id: int):
+        super().__init__(ctx, edge_id, 1)
+
+    def partition(self, buffer_index: int) -> int:
+        return self.ctx.index
+
+    def process(self, value: Any) -> None:
+        buffer = self.buffers[0]
+        buffer.append(value)
+        if len(buffer) >= BATCH_SIZE:
+            self.flush(0)
+
+
+class RebalanceWriter(ChannelWriter):
+    """Round-robin over the targets, starting at a subtask-dependent offset."""
+
+    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int):
+        super().__init__(ctx, edge_id, targets)
+        self.next_target = ctx.index % targets
+
+    def process(self, value: Any) -> None:
+        target = self.next_target
+        buffer = self.buffers[target]
+        buffer.append(value)
+        self.next_target = (target + 1) % self.targets
+        if len(buffer) >= BATCH_SIZE:
+            self.flush(target)
+
+
+class KeyGroupWriter(ChannelWriter):
+    """Routes each record to the subtask owning its key group (Flink's formulas).
+
+    The key and its key group travel with the record, so the receiving keyed operator does
+    not compute them again.
+    """
+
+    def __init__(
+        self,
+        ctx: OperatorContext,
+        edge_id: int,
+        targets: int,
+        key_selector: Any,
+        max_parallelism: int,
+        target_name: str,
+    ):
+        super().__init__(ctx, edge_id, targets)
+        self.key_fn: Callable[[Any], Any] = resolve_callable(key_selector, "get_key", "KeySelector")
+        self.max_parallelism = max_parallelism
+        self.target_name = target_name
+
+    def process(self, value: Any) -> None:
+        try:
+            key = self.key_fn(value)
+            key_group = murmur_hash(stable_key_hash(key)) % self.max_parallelism
+        except Exception as exc:
+            raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
+        target = key_group * self.targets // self.max_parallelism
+        buffer = self.buffers[target]
+        buffer.append((key_group, key, value))
+        if len(buffer) >= BATCH_SIZE:
+            self.flush(target)

@@ -1,0 +1,132 @@
+"""What a Spark task runs: one subtask of one task for one epoch.
+
+The task attaches its subtask (from the worker's memory when it holds the state of epoch
+n-1, otherwise rebuilt from files), feeds it the epoch's input in a deterministic order,
+snapshots the keyed state it changed, and writes its acknowledgement. Output records leave
+as Spark partition items while the input is processed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from pyspark import TaskContext, cloudpickle
+
+from lockgate.checkpoint.storage import Storage
+from lockgate.connectors.base import Assignment
+from lockgate.runtime.subtask import Subtask
+
+_SOURCE_CHUNK = 4096
+_JOBS_KEPT = 2
+
+# Per Python worker: deserialized job graphs and live subtasks, by job id.
+_job_graphs: OrderedDict[str, Any] = OrderedDict()
+_subtasks: dict[str, dict[tuple[int, int], Subtask]] = {}
+
+
+def ack_path(epoch: int, vertex_id: int, index: int) -> str:
+    return f"epochs/{epoch}/acks/{vertex_id}-{index}.json"
+
+
+def _job_graph(job_id: str, graph_bytes: Any) -> Any:
+    job = _job_graphs.get(job_id)
+    if job is None:
+        job = cloudpickle.loads(graph_bytes.value)
+        _job_graphs[job_id] = job
+        _subtasks[job_id] = {}
+        while len(_job_graphs) > _JOBS_KEPT:
+            old, _ = _job_graphs.popitem(last=False)
+            _subtasks.pop(old, None)
+    else:
+        _job_graphs.move_to_end(job_id)
+    return job
+
+
+def _drain(outbox: list[Any]) -> list[Any]:
+    items = outbox[:]
+    outbox.clear()
+    return items
+
+
+@dataclass
+class EpochTask:
+    """The function Spark maps over the partitions of one task's stage in one epoch."""
+
+    job_id: str
+    epoch: int
+    end_of_input: bool
+    vertex_id: int
+    graph: Any  # a Spark broadcast of the cloudpickled job graph
+    storage: Storage
+    assignments: dict[int, list[Assignment]] = field(default_factory=dict)
+    restore: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def __call__(self, index: int, items: Iterator[Any]) -> Iterator[Any]:
+        started = time.perf_counter()
+        context = TaskContext.get()
+        attempt = context.attemptNumber() if context is not None else 0
+        job = _job_graph(self.job_id, self.graph)
+        vertex = job.vertex(self.vertex_id)
+        live = _subtasks.setdefault(self.job_id, {})
+        subtask = live.pop((self.vertex_id, index), None)
+        reused = subtask is not None and subtask.epoch == self.epoch - 1
+        if not reused:
+            subtask = Subtask(job, vertex, index, attempt)
+            subtask.restore(self.storage, self.restore.get(index))
+            subtask.open()
+        subtask.begin_epoch(self.epoch)
+        outbox = subtask.outbox
+        outbox.clear()
+        progress: dict[str, Any] = {}
+        records_in = 0
+        if subtask.source is not None:
+            emit = subtask.source_emit
+            for assignment in self.assignments.get(index, ()):
+                reader = subtask.source.read(assignment, progress)
+                while True:
+                    chunk = list(islice(reader, _SOURCE_CHUNK))
+                    for record in chunk:
+                        emit(record)
+                    records_in += len(chunk)
+                    if outbox:
+                        yield from _drain(outbox)
+                    if len(chunk) < _SOURCE_CHUNK:
+                        break
+        else:
+            deliver = subtask.deliver
+            batches = sorted((payload for _, payload in items), key=_channel_order)
+            for edge_id, _, _, batch in batches:
+                process = deliver[edge_id]
+                for record in batch:
+                    process(record)
+                records_in += len(batch)
+                if outbox:
+                    yield from _drain(outbox)
+        subtask.end_epoch(self.end_of_input)
+        yield from _drain(outbox)
+        state = subtask.snapshot_state(self.storage, self.epoch)
+        ack = {
+            "vertex": self.vertex_id,
+            "subtask": index,
+            "epoch": self.epoch,
+            "attempt": attempt,
+            "records_in": records_in,
+            "source_progress": progress,
+            "state": state,
+            "restored": not reused,
+            "duration_ms": (time.perf_counter() - started) * 1000,
+        }
+        self.storage.write_json(ack_path(self.epoch, self.vertex_id, index), ack)
+        if self.end_of_input:
+            subtask.close()
+        else:
+            live[(self.vertex_id, index)] = subtask
+
+
+def _channel_order(payload: tuple[int, int, int, list[Any]]) -> tuple[int, int, int]:
+    return payload[0], payload[1], payload[2]

@@ -1,0 +1,322 @@
+"""Operators as they run inside a subtask, and the picklable specs they are built from.
+
+A spec lives in the job graph (shipped to executors once per job); ``create`` builds the
+operator for one subtask. Operators push records downstream by calling ``emit``; a chain is
+nothing more than these calls, so nothing is serialized between chained operators.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lockgate.runtime.context import KeyedProcessContext, ProcessContext, SubtaskRuntimeContext
+from lockgate.runtime.errors import UserFunctionError, preview
+from lockgate.state.descriptors import ReducingStateDescriptor
+
+
+@dataclass
+class OperatorContext:
+    """Everything an operator needs to know about the subtask it runs in."""
+
+    name: str
+    uid: str
+    index: int
+    parallelism: int
+    runtime_context: SubtaskRuntimeContext
+    keyed_backend: Any
+    outbox: list[Any]
+    epoch: int = 0
+
+
+NO_RECORD = object()
+
+
+class Operator:
+    """Base of all running operators: a named place in the job that can fail clearly."""
+
+    def __init__(self, ctx: OperatorContext, function: Any = None):
+        self.ctx = ctx
+        self.function = function
+        self.emit: Callable[[Any], None] = _drop
+
+    def open(self) -> None:
+        opener = getattr(self.function, "open", None)
+        if opener is not None:
+            self._call(opener, self.ctx.runtime_context, what="open()")
+
+    def close(self) -> None:
+        closer = getattr(self.function, "close", None)
+        if closer is not None:
+            self._call(closer, what="close()")
+
+    def end_input(self) -> None:
+        """All input of a bounded job has arrived."""
+
+    def end_epoch(self) -> None:
+        """The epoch's input is consumed; flush anything buffered."""
+
+    def process(self, value: Any) -> None:
+        raise NotImplementedError
+
+    def failure(
+        self, exc: BaseException, record: Any = NO_RECORD, what: str = ""
+    ) -> UserFunctionError:
+        ctx = self.ctx
+        where = (
+            f"operator '{ctx.name}' (uid '{ctx.uid}', subtask {ctx.index}/{ctx.parallelism}, "
+            f"epoch {ctx.epoch})"
+        )
+        action = f"failed in {what}" if what else "failed"
+        if record is not NO_RECORD:
+            action += f" on record {preview(record)}"
+        return UserFunctionError(f"{where} {action}: {type(exc).__name__}: {exc}")
+
+    def _call(self, fn: Callable[..., Any], *args: Any, what: str) -> Any:
+        try:
+            return fn(*args)
+        except UserFunctionError:
+            raise
+        except Exception as exc:
+            raise self.failure(exc, what=what) from exc
+
+
+def _drop(_: Any) -> None:
+    return None
+
+
+def resolve_callable(function: Any, method: str, kind: str) -> Callable[..., Any]:
+    """A PyFlink Function's method, or the callable itself (PyFlink accepts both)."""
+    bound = getattr(function, method, None)
+    if callable(bound):
+        return bound
+    if callable(function):
+        return function
+    raise TypeError(f"the input must be a {kind} or a callable function, got {function!r}")
+
+
+# Stateless operators ---------------------------------------------------------------------
+
+
+class MapOperator(Operator):
+    def __init__(self, ctx: OperatorContext, function: Any):
+        super().__init__(ctx, function)
+        self.fn = resolve_callable(function, "map", "MapFunction")
+
+    def process(self, value: Any) -> None:
+        try:
+            out = self.fn(value)
+        except Exception as exc:
+            raise self.failure(exc, value) from exc
+        self.emit(out)
+
+
+class FlatMapOperator(Operator):
+    def __init__(self, ctx: OperatorContext, function: Any):
+        super().__init__(ctx, function)
+        self.fn = resolve_callable(function, "flat_map", "FlatMapFunction")
+
+    def process(self, value: Any) -> None:
+        try:
+            outs = list(self.fn(value))
+        except Exception as exc:
+            raise self.failure(exc, value) from exc
+        emit = self.emit
+        for out in outs:
+            emit(out)
+
+
+class FilterOperator(Operator):
+    def __init__(self, ctx: OperatorContext, function: Any):
+        super().__init__(ctx, function)
+        self.fn = resolve_callable(function, "filter", "FilterFunction")
+
+    def process(self, value: Any) -> None:
+        try:
+            keep = self.fn(value)
+        except Exception as exc:
+            raise self.failure(exc, value) from exc
+        if keep:
+            self.emit(value)
+
+
+class ProcessOperator(Operator):
+    """Runs a ``ProcessFunction``; its ``process_element`` yields (or returns) outputs."""
+
+    def __init__(self, ctx: OperatorContext, function: Any):
+        super().__init__(ctx, function)
+        self.fn = function.process_element
+        self.process_ctx = ProcessContext()
+
+    def process(self, value: Any) -> None:
+        try:
+            result = self.fn(value, self.process_ctx)
+            outs = list(result) if result is not None else ()
+        except Exception as exc:
+            raise self.failure(exc, value) from exc
+        emit = self.emit
+        for out in outs:
+            emit(out)
+
+
+# Keyed operators: their input records are (key group, key, value) -------------------------
+
+
+class KeyedInput(Operator):
+    """Sets the current key, then hands the value to a stateless-style operator."""
+
+    def __init__(self, ctx: OperatorContext, inner: Operator):
+        super().__init__(ctx)
+        self.inner = inner
+        self.set_key = ctx.keyed_backend.set_current_key
+
+    def open(self) -> None:
+        self.inner.emit = self.emit
+        self.inner.open()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def process(self, record: tuple[int, Any, Any]) -> None:
+        key_group, key, value = record
+        self.set_key(key_group, key)
+        self.inner.process(value)
+
+
+class KeyedProcessOperator(Operator):
+    def __init__(self, ctx: OperatorContext, function: Any):
+        super().__init__(ctx, function)
+        self.fn = function.process_element
+        self.set_key = ctx.keyed_backend.set_current_key
+        self.process_ctx = KeyedProcessContext(ctx.keyed_backend.ctx)
+
+    def process(self, record: tuple[int, Any, Any]) -> None:
+        key_group, key, value = record
+        self.set_key(key_group, key)
+        try:
+            result = self.fn(value, self.process_ctx)
+            outs = list(result) if result is not None else ()
+        except Exception as exc:
+            raise self.failure(exc, value) from exc
+        emit = self.emit
+        for out in outs:
+            emit(out)
+
+
+class ReduceOperator(Operator):
+    """Rolling reduce: emits the reduced value after every record, as PyFlink streaming."""
+
+    STATE_NAME = "_lockgate_reduce"
+
+    def __init__(self, ctx: OperatorContext, function: Any):
+        super().__init__(ctx, function)
+        reduce = resolve_callable(function, "reduce", "ReduceFunction")
+        self.set_key = ctx.keyed_backend.set_current_key
+        self.state = ctx.keyed_backend.get_state(ReducingStateDescriptor(self.STATE_NAME, reduce))
+
+    def process(self, record: tuple[int, Any, Any]) -> None:
+        key_group, key, value = record
+        self.set_key(key_group, key)
+        state = self.state
+        try:
+            state.add(value)
+        except Exception as exc:
+            raise self.failure(exc, value) from exc
+        self.emit(state.get())
+
+
+# Sinks -------------------------------------------------------------------------------------
+
+
+class PrintSinkOperator(Operator):
+    """Writes ``str(record)`` to the task's stdout with Flink's ``N>`` prefix."""
+
+    def __init__(self, ctx: OperatorContext, sink_identifier: str | None, stderr: bool):
+        super().__init__(ctx)
+        subtask = f"{ctx.index + 1}" if ctx.parallelism > 1 else ""
+        if sink_identifier and subtask:
+            prefix = f"{sink_identifier}:{subtask}> "
+        elif sink_identifier or subtask:
+            prefix = f"{sink_identifier or subtask}> "
+        else:
+            prefix = ""
+        self.prefix = prefix
+        self.stream = sys.stderr if stderr else sys.stdout
+        self.lines: list[str] = []
+
+    def process(self, value: Any) -> None:
+        self.lines.append(f"{self.prefix}{value}\n")
+        if len(self.lines) >= 1024:
+            self.end_epoch()
+
+    def end_epoch(self) -> None:
+        if self.lines:
+            self.stream.write("".join(self.lines))
+            self.stream.flush()
+            self.lines.clear()
+
+
+COLLECT_TAG = -1
+
+
+class CollectSinkOperator(Operator):
+    """Buffers records for the driver, which receives them as the Spark job's result."""
+
+    BATCH = 4096
+
+    def __init__(self, ctx: OperatorContext):
+        super().__init__(ctx)
+        self.batch: list[Any] = []
+
+    def process(self, value: Any) -> None:
+        batch = self.batch
+        batch.append(value)
+        if len(batch) >= self.BATCH:
+            self.end_epoch()
+
+    def end_epoch(self) -> None:
+        if self.batch:
+            self.ctx.outbox.append((COLLECT_TAG, self.batch))
+            self.batch = []
+
+
+class DiscardingSinkOperator(Operator):
+    def process(self, value: Any) -> None:
+        return None
+
+
+# Specs --------------------------------------------------------------------------------------
+
+
+@dataclass
+class OperatorSpec:
+    """A picklable description of an operator; ``create`` builds it in a subtask."""
+
+    kind: str
+    function: Any = None
+    options: dict[str, Any] | None = None
+
+    def create(self, ctx: OperatorContext, keyed: bool) -> Operator:
+        builder = _BUILDERS[self.kind]
+        if keyed and self.kind in _KEYED_NATIVE:
+            return builder(ctx, self)
+        operator = builder(ctx, self)
+        return KeyedInput(ctx, operator) if keyed else operator
+
+
+_BUILDERS: dict[str, Callable[[OperatorContext, OperatorSpec], Operator]] = {
+    "map": lambda ctx, spec: MapOperator(ctx, spec.function),
+    "flat_map": lambda ctx, spec: FlatMapOperator(ctx, spec.function),
+    "filter": lambda ctx, spec: FilterOperator(ctx, spec.function),
+    "process": lambda ctx, spec: ProcessOperator(ctx, spec.function),
+    "keyed_process": lambda ctx, spec: KeyedProcessOperator(ctx, spec.function),
+    "reduce": lambda ctx, spec: ReduceOperator(ctx, spec.function),
+    "print": lambda ctx, spec: PrintSinkOperator(
+        ctx, (spec.options or {}).get("identifier"), (spec.options or {}).get("stderr", False)
+    ),
+    "collect": lambda ctx, spec: CollectSinkOperator(ctx),
+    "discard": lambda ctx, spec: DiscardingSinkOperator(ctx),
+}
+_KEYED_NATIVE = {"keyed_process", "reduce"}

@@ -1,0 +1,31 @@
+"""Turn a failed Spark job into an error that names what failed, not a JVM stack trace."""
+
+from __future__ import annotations
+
+import re
+
+from lockgate.runtime.errors import JobExecutionError
+
+_LOCKGATE_ERROR = re.compile(
+    r"lockgate\.(?:runtime\.errors\.UserFunctionError|connectors\.base\.SourceError|"
+    r"state\.snapshot\.SnapshotFormatError): ([^\n]+)"
+)
+
+
+def job_failure(exc: BaseException, epoch: int) -> JobExecutionError:
+    text = str(exc)
+    match = _LOCKGATE_ERROR.search(text)
+    if match:
+        message = match.group(1).strip()
+    else:
+        lines = [line for line in text.splitlines() if line.strip()]
+        python_error = next(
+            (
+                line
+                for line in reversed(lines)
+                if re.match(r"^\w+(\.\w+)*(Error|Exception): ", line)
+            ),
+            lines[-1] if lines else type(exc).__name__,
+        )
+        message = f"epoch {epoch} failed in Spark: {python_error.strip()}"
+    return JobExecutionError(message)

@@ -1,0 +1,195 @@
+"""One parallel subtask of a task (a chain of operators), as it lives in a Python worker.
+
+A subtask survives from epoch to epoch in the worker's memory while Spark keeps sending its
+partition to the same worker; otherwise it is rebuilt and its keyed state restored from the
+files of the previous epoch. Either way it starts epoch n from the state of epoch n-1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lockgate.checkpoint.storage import Storage
+from lockgate.runtime.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
+from lockgate.runtime.context import SubtaskRuntimeContext
+from lockgate.runtime.operators import Operator, OperatorContext, _drop
+from lockgate.state import snapshot
+from lockgate.state.heap import HeapKeyedStateBackend
+from lockgate.state.key_groups import key_group_range
+
+
+def _fan_out(targets: list[Callable[[Any], None]]) -> Callable[[Any], None]:
+    if not targets:
+        return _drop
+    if len(targets) == 1:
+        return targets[0]
+
+    def emit(value: Any) -> None:
+        for target in targets:
+            target(value)
+
+    return emit
+
+
+def _strip_key(process: Callable[[Any], None]) -> Callable[[Any], None]:
+    def deliver(record: tuple[int, Any, Any]) -> None:
+        process(record[2])
+
+    return deliver
+
+
+class Subtask:
+    """The running operators, channel writers and keyed state of subtask ``index``."""
+
+    def __init__(self, job: Any, vertex: Any, index: int, attempt: int):
+        self.vertex = vertex
+        self.index = index
+        self.epoch = 0
+        self.outbox: list[Any] = []
+        self.backend: HeapKeyedStateBackend | None = None
+        head = vertex.head
+        if vertex.keyed:
+            self.backend = HeapKeyedStateBackend(
+                key_group_range(head.max_parallelism, head.parallelism, index),
+                head.max_parallelism,
+            )
+        self.contexts: list[OperatorContext] = []
+        self.operators: list[Operator] = []  # in chain order
+        self.writers: list[Operator] = []
+        built: dict[int, Operator] = {}
+        emits: dict[int, Callable[[Any], None]] = {}
+        in_chain = {id(node) for node in vertex.nodes}
+        edges_from = {}
+        for edge in vertex.outputs:
+            edges_from.setdefault(id(edge.stream_edge.source), []).append(edge)
+        for node in reversed(vertex.nodes):
+            ctx = self._context(node, attempt)
+            targets = [
+                built[id(e.target)].process for e in node.outputs if id(e.target) in in_chain
+            ]
+            for edge in edges_from.get(id(node), ()):
+                writer = self._writer(edge, ctx)
+                self.writers.append(writer)
+                targets.append(writer.process)
+            emits[id(node)] = _fan_out(targets)
+            if node.is_source:
+                continue
+            operator = node.operator.create(ctx, keyed=node is head and vertex.keyed)
+            operator.emit = emits[id(node)]
+            built[id(node)] = operator
+        self.operators = [built[id(n)] for n in vertex.nodes if id(n) in built]
+        self.source = head.operator if vertex.is_source else None
+        self.source_emit = emits[id(head)]
+        self.deliver: dict[int, Callable[[Any], None]] = {}
+        if not vertex.is_source:
+            head_process = built[id(head)].process
+            for edge in vertex.inputs:
+                by_key = edge.partitioning.kind == "key_group"
+                self.deliver[edge.id] = (
+                    _strip_key(head_process) if by_key and not vertex.keyed else head_process
+                )
+
+    def _context(self, node: Any, attempt: int) -> OperatorContext:
+        runtime_context = SubtaskRuntimeContext(
+            node.name,
+            self.index,
+            node.parallelism,
+            node.max_parallelism,
+            attempt,
+            {},
+            self.backend if node is self.vertex.head else None,
+        )
+        ctx = OperatorContext(
+            node.name,
+            node.uid,
+            self.index,
+            node.parallelism,
+            runtime_context,
+            self.backend,
+            self.outbox,
+        )
+        self.contexts.append(ctx)
+        return ctx
+
+    def _writer(self, edge: Any, ctx: OperatorContext) -> Operator:
+        target = edge.target
+        kind = edge.partitioning.kind
+        if kind == "key_group":
+            return KeyGroupWriter(
+                ctx,
+                edge.id,
+                target.parallelism,
+                edge.partitioning.key_selector,
+                target.max_parallelism,
+                target.head.name,
+            )
+        if kind == "rebalance":
+            return RebalanceWriter(ctx, edge.id, target.parallelism)
+        return ForwardWriter(ctx, edge.id)
+
+    # Lifecycle -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        for operator in reversed(self.operators):
+            operator.open()
+
+    def begin_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        for ctx in self.contexts:
+            ctx.epoch = epoch
+
+    def end_epoch(self, end_of_input: bool) -> None:
+        if end_of_input:
+            for operator in self.operators:
+                operator.end_input()
+        for operator in self.operators:
+            operator.end_epoch()
+        for writer in self.writers:
+            writer.end_epoch()
+
+    def close(self) -> None:
+        for operator in self.operators:
+            operator.close()
+
+    # Keyed state ---------------------------------------------------------------------------
+
+    def restore(self, storage: Storage, manifest: dict[str, Any] | None) -> None:
+        if self.backend is None or not manifest:
+            return
+        by_file: dict[str, list[tuple[int, snapshot.GroupHandle]]] = {}
+        for key_group, raw in manifest["groups"].items():
+            handle = snapshot.GroupHandle.from_json(raw)
+            by_file.setdefault(handle.file, []).append((int(key_group), handle))
+        kinds = manifest["kinds"]
+        for file, handles in by_file.items():
+            data = storage.read_bytes(file)
+            for key_group, handle in handles:
+                contents = snapshot.decode_group(data, handle, key_group, storage.path(file))
+                self.backend.install_group(key_group, contents, kinds)
+        self.backend.dirty.clear()
+
+    def snapshot_state(self, storage: Storage, epoch: int) -> dict[str, Any] | None:
+        """Write the key groups changed in this epoch; return their handles for the ack."""
+        backend = self.backend
+        if backend is None:
+            return None
+        changed = backend.take_dirty_groups()
+        report: dict[str, Any] = {
+            "uid": self.vertex.head.uid,
+            "kinds": backend.kinds,
+            "groups": {},
+            "bytes_written": 0,
+            "entries": backend.num_entries(),
+        }
+        if changed:
+            data, index = snapshot.encode(
+                backend.kinds, {kg: backend.group_contents(kg) for kg in changed}
+            )
+            file = f"state/{self.vertex.head.uid}/{self.index}/e{epoch}.lgks"
+            storage.write_bytes(file, data)
+            report["groups"] = {
+                str(kg): snapshot.GroupHandle(file, *index[kg]).to_json() for kg in changed
+            }
+            report["bytes_written"] = len(data)
+        return report

@@ -1,0 +1,1 @@
+"""State: key groups, stable key hashing, keyed state backends and their snapshots."""

@@ -1,0 +1,85 @@
+"""The on-disk form of a keyed-state snapshot: one file per subtask and epoch.
+
+A file holds the key groups that changed in the epoch, each as a separately checksummed
+blob, so a restore (or a later rescale) can read any key group on its own. The file header
+and the manifest that points into it are JSON; only the state values themselves are
+pickled (storage lockgate writes itself and trusts).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+MAGIC = b"LGKS"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct(">4sHI")  # magic, version, header length
+
+
+class SnapshotFormatError(ValueError):
+    """A state file that is not a lockgate keyed-state snapshot, or is damaged."""
+
+
+@dataclass(frozen=True)
+class GroupHandle:
+    """Where one key group's blob lives: a file (relative to the state root) and a range."""
+
+    file: str
+    offset: int
+    length: int
+    crc: int
+
+    def to_json(self) -> list[Any]:
+        return [self.file, self.offset, self.length, self.crc]
+
+    @staticmethod
+    def from_json(data: list[Any]) -> GroupHandle:
+        file, offset, length, crc = data
+        return GroupHandle(str(file), int(offset), int(length), int(crc))
+
+
+def encode(
+    kinds: dict[str, str], groups: dict[int, dict[str, dict[Any, Any]]]
+) -> tuple[bytes, dict[int, tuple[int, int, int]]]:
+    """Serialize key groups; returns the file bytes and, per key group, (offset, length, crc)."""
+    blobs = [
+        (key_group, pickle.dumps(contents, protocol=pickle.HIGHEST_PROTOCOL))
+        for key_group, contents in sorted(groups.items())
+    ]
+    header = json.dumps({"version": FORMAT_VERSION, "kinds": kinds}).encode()
+    offset = _PREFIX.size + len(header)
+    index: dict[int, tuple[int, int, int]] = {}
+    for key_group, blob in blobs:
+        index[key_group] = (offset, len(blob), zlib.crc32(blob))
+        offset += len(blob)
+    body = b"".join(blob for _, blob in blobs)
+    return _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)) + header + body, index
+
+
+def read_kinds(data: bytes, path: str) -> dict[str, str]:
+    if len(data) < _PREFIX.size:
+        raise SnapshotFormatError(f"state file {path} is truncated ({len(data)} bytes)")
+    magic, version, header_len = _PREFIX.unpack_from(data)
+    if magic != MAGIC:
+        raise SnapshotFormatError(f"state file {path} is not a lockgate keyed-state snapshot")
+    if version != FORMAT_VERSION:
+        raise SnapshotFormatError(
+            f"state file {path} has format version {version}; this lockgate reads "
+            f"version {FORMAT_VERSION}"
+        )
+    header = json.loads(data[_PREFIX.size : _PREFIX.size + header_len])
+    return dict(header["kinds"])
+
+
+def decode_group(data: bytes, handle: GroupHandle, key_group: int, path: str) -> dict[str, Any]:
+    blob = data[handle.offset : handle.offset + handle.length]
+    if len(blob) != handle.length or zlib.crc32(blob) != handle.crc:
+        raise SnapshotFormatError(
+            f"state file {path}: key group {key_group} fails its checksum "
+            f"(offset {handle.offset}, length {handle.length})"
+        )
+    return pickle.loads(blob)
