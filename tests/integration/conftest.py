@@ -1,0 +1,45 @@
+"""One Spark session for every integration test in the process (Spark is slow to start).
+
+``local[2,2]`` is two cores, like the ``local[2]`` of these machines, plus one retry per
+task: local mode never retries a failed task otherwise, and some tests rely on retries.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgate.common import Configuration
+from lockgate.datastream import StreamExecutionEnvironment
+from lockgate.runtime.spark_session import get_or_create_session
+
+SPARK_CONF = {
+    "spark.master": "local[2,2]",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "2g",
+    "spark.sql.shuffle.partitions": "4",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = get_or_create_session(SPARK_CONF)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def make_env(spark, tmp_path):
+    """Build an environment on the shared session, with a per-test work dir."""
+
+    def make(parallelism: int = 2, max_records_per_split: int = 1000, **settings: str):
+        config = Configuration()
+        config.set_string("lockgate.work-dir", str(tmp_path / "work"))
+        config.set_integer("lockgate.epoch.max-records-per-split", max_records_per_split)
+        for key, value in settings.items():
+            config.set_string(key.replace("_", "."), str(value))
+        env = StreamExecutionEnvironment.get_execution_environment(spark)
+        env.configure(config)
+        env.set_parallelism(parallelism)
+        return env
+
+    return make
