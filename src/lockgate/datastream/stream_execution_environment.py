@@ -142,7 +142,7 @@ class StreamExecutionEnvironment:
         options.validate(config)
         transformations, self._transformations = self._transformations, []
         for t in transformations:
-            if t.kind == "source":
+            if t.kind in ("source", "sink"):
                 t.operator.validate()
         session = self._session()
         max_parallelism = options.MAX_PARALLELISM.read(config)

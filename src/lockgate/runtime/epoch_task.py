@@ -18,7 +18,6 @@ from typing import Any
 from pyspark import TaskContext, cloudpickle
 
 from lockgate.checkpoint.storage import Storage
-from lockgate.connectors.base import Assignment
 from lockgate.runtime.subtask import Subtask
 
 _SOURCE_CHUNK = 4096
@@ -63,7 +62,7 @@ class EpochTask:
     vertex_id: int
     graph: Any  # a Spark broadcast of the cloudpickled job graph
     storage: Storage
-    assignments: dict[int, list[Assignment]] = field(default_factory=dict)
+    assignments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     restore: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def __call__(self, index: int, items: Iterator[Any]) -> Iterator[Any]:
@@ -77,7 +76,7 @@ class EpochTask:
         reused = subtask is not None and subtask.epoch == self.epoch - 1
         if not reused:
             subtask = Subtask(job, vertex, index, attempt)
-            subtask.restore(self.storage, self.restore.get(index))
+            subtask.restore(self.storage, self.restore.get(index, {}))
             subtask.open()
         subtask.begin_epoch(self.epoch)
         outbox = subtask.outbox
@@ -110,6 +109,7 @@ class EpochTask:
         subtask.end_epoch(self.end_of_input)
         yield from _drain(outbox)
         state = subtask.snapshot_state(self.storage, self.epoch)
+        operator_states = subtask.snapshot_operator_states()
         ack = {
             "vertex": self.vertex_id,
             "subtask": index,
@@ -118,6 +118,7 @@ class EpochTask:
             "records_in": records_in,
             "source_progress": progress,
             "state": state,
+            "operators": operator_states,
             "restored": not reused,
             "duration_ms": (time.perf_counter() - started) * 1000,
         }

@@ -70,6 +70,10 @@ class JobMaster:
             v.id: {i: {"kinds": {}, "groups": {}} for i in range(v.parallelism)}
             for v, _ in job.stateful_nodes
         }
+        # Latest operator state of every subtask (sink part counters, ...), by operator uid.
+        self.operator_states: dict[int, dict[int, dict[str, Any]]] = {
+            v.id: {} for v in job.vertices
+        }
 
     @property
     def job_id(self) -> str:
@@ -128,7 +132,13 @@ class JobMaster:
                 graph,
                 self.storage,
                 assignments=plans.get(vertex.id, {}),
-                restore=self.manifests.get(vertex.id, {}),
+                restore={
+                    index: {
+                        "keyed": self.manifests.get(vertex.id, {}).get(index),
+                        "operators": self.operator_states[vertex.id].get(index, {}),
+                    }
+                    for index in range(vertex.parallelism)
+                },
             )
             for vertex in self.job.vertices
         }
@@ -162,6 +172,7 @@ class JobMaster:
         progress_by_source: dict[int, dict[str, Any]] = {}
         for ack in acks:
             restored += bool(ack["restored"])
+            self.operator_states[ack["vertex"]][ack["subtask"]] = ack["operators"]
             if ack["vertex"] in self.enumerators:
                 records += ack["records_in"]
                 progress_by_source.setdefault(ack["vertex"], {}).update(ack["source_progress"])

@@ -61,6 +61,13 @@ class Operator:
     def process(self, value: Any) -> None:
         raise NotImplementedError
 
+    def snapshot_state(self) -> Any:
+        """Operator state to carry to the next epoch, as JSON (None: stateless)."""
+        return None
+
+    def restore_state(self, state: Any) -> None:
+        """Take back what ``snapshot_state`` returned in the previous epoch."""
+
     def failure(
         self, exc: BaseException, record: Any = NO_RECORD, what: str = ""
     ) -> UserFunctionError:
@@ -292,11 +299,21 @@ class DiscardingSinkOperator(Operator):
 
 @dataclass
 class OperatorSpec:
-    """A picklable description of an operator; ``create`` builds it in a subtask."""
+    """A picklable description of an operator; ``create`` builds it in a subtask.
+
+    ``kind`` names a built-in operator; kind "factory" calls ``function(ctx)`` to build an
+    operator defined elsewhere (connectors' sink writers).
+    """
 
     kind: str
     function: Any = None
     options: dict[str, Any] | None = None
+    validator: Callable[[], None] | None = None
+
+    def validate(self) -> None:
+        """Checks on the driver before the job starts (e.g. that a sink can write)."""
+        if self.validator is not None:
+            self.validator()
 
     def create(self, ctx: OperatorContext, keyed: bool) -> Operator:
         builder = _BUILDERS[self.kind]
@@ -318,5 +335,6 @@ _BUILDERS: dict[str, Callable[[OperatorContext, OperatorSpec], Operator]] = {
     ),
     "collect": lambda ctx, spec: CollectSinkOperator(ctx),
     "discard": lambda ctx, spec: DiscardingSinkOperator(ctx),
+    "factory": lambda ctx, spec: spec.function(ctx),
 }
 _KEYED_NATIVE = {"keyed_process", "reduce"}

@@ -154,7 +154,13 @@ class Subtask:
 
     # Keyed state ---------------------------------------------------------------------------
 
-    def restore(self, storage: Storage, manifest: dict[str, Any] | None) -> None:
+    def restore(self, storage: Storage, saved: dict[str, Any]) -> None:
+        """Take the state of the previous epoch: operator states and keyed state."""
+        operator_states = saved.get("operators", {})
+        for operator in self.operators:
+            if operator.ctx.uid in operator_states:
+                operator.restore_state(operator_states[operator.ctx.uid])
+        manifest = saved.get("keyed")
         if self.backend is None or not manifest:
             return
         by_file: dict[str, list[tuple[int, snapshot.GroupHandle]]] = {}
@@ -168,6 +174,14 @@ class Subtask:
                 contents = snapshot.decode_group(data, handle, key_group, storage.path(file))
                 self.backend.install_group(key_group, contents, kinds)
         self.backend.dirty.clear()
+
+    def snapshot_operator_states(self) -> dict[str, Any]:
+        states = {}
+        for operator in self.operators:
+            state = operator.snapshot_state()
+            if state is not None:
+                states[operator.ctx.uid] = state
+        return states
 
     def snapshot_state(self, storage: Storage, epoch: int) -> dict[str, Any] | None:
         """Write the key groups changed in this epoch; return their handles for the ack."""

@@ -1,9 +1,13 @@
-"""``FileSource`` and ``StreamFormat`` at PyFlink's path (file sinks arrive with checkpoints)."""
+"""File source and sink at PyFlink's path (``pyflink.datastream.connectors.file_system``)."""
 
 from __future__ import annotations
 
+from lockgate.common.serialization import Encoder
 from lockgate.common.time import Duration
+from lockgate.connectors.file_sink import BucketAssigner as SinkBuckets
+from lockgate.connectors.file_sink import FileSinkSettings, file_sink_writer
 from lockgate.connectors.file_source import TextLineFileSource
+from lockgate.runtime.operators import OperatorSpec
 
 
 class StreamFormat:
@@ -44,4 +48,142 @@ class FileSourceBuilder:
         return FileSource(self._paths, self._format.charset_name, self._monitor_interval_ms)
 
 
-__all__ = ["FileSource", "FileSourceBuilder", "StreamFormat"]
+class OutputFileConfig:
+    """Part file name prefix and suffix (``<prefix>-<uid>-<subtask>-<n><suffix>``)."""
+
+    def __init__(self, part_prefix: str = "part", part_suffix: str = ""):
+        self.part_prefix = part_prefix
+        self.part_suffix = part_suffix
+
+    def get_part_prefix(self) -> str:
+        return self.part_prefix
+
+    def get_part_suffix(self) -> str:
+        return self.part_suffix
+
+    @staticmethod
+    def builder() -> OutputFileConfig.OutputFileConfigBuilder:
+        return OutputFileConfig.OutputFileConfigBuilder()
+
+    class OutputFileConfigBuilder:
+        def __init__(self) -> None:
+            self._prefix = "part"
+            self._suffix = ""
+
+        def with_part_prefix(self, prefix: str) -> OutputFileConfig.OutputFileConfigBuilder:
+            self._prefix = prefix
+            return self
+
+        def with_part_suffix(self, suffix: str) -> OutputFileConfig.OutputFileConfigBuilder:
+            self._suffix = suffix
+            return self
+
+        def build(self) -> OutputFileConfig:
+            return OutputFileConfig(self._prefix, self._suffix)
+
+
+class RollingPolicy:
+    """When a part file is closed. Every epoch end closes all part files as well.
+
+    Rolling at every epoch (Flink: at every checkpoint) is what makes output visible
+    promptly; ``part_size`` additionally rolls large files within an epoch. The time-based
+    intervals of Flink's default policy are accepted; epochs are shorter than them.
+    """
+
+    def __init__(self, part_size: int, rollover_interval: int, inactivity_interval: int):
+        self.part_size = part_size
+        self.rollover_interval = rollover_interval
+        self.inactivity_interval = inactivity_interval
+
+    @staticmethod
+    def default_rolling_policy(
+        part_size: int = 1024 * 1024 * 128,
+        rollover_interval: int = 60 * 1000,
+        inactivity_interval: int = 60 * 1000,
+    ) -> RollingPolicy:
+        return RollingPolicy(part_size, rollover_interval, inactivity_interval)
+
+    @staticmethod
+    def on_checkpoint_rolling_policy() -> RollingPolicy:
+        return RollingPolicy(1 << 62, 1 << 62, 1 << 62)
+
+
+class BucketAssigner:
+    """Which directory under the base path a record is written to."""
+
+    def __init__(self, assigner: SinkBuckets):
+        self._assigner = assigner
+
+    @staticmethod
+    def base_path_bucket_assigner() -> BucketAssigner:
+        return BucketAssigner(SinkBuckets(None))
+
+    @staticmethod
+    def date_time_bucket_assigner(
+        format_str: str = "yyyy-MM-dd--HH", timezone_id: str | None = None
+    ) -> BucketAssigner:
+        return BucketAssigner(SinkBuckets(format_str, timezone_id))
+
+
+class FileSink:
+    """Writes records as lines (via an ``Encoder``) to part files under a base path."""
+
+    name = "FileSink"
+
+    def __init__(self, settings: FileSinkSettings):
+        self._settings = settings
+
+    def operator_spec(self) -> OperatorSpec:
+        return OperatorSpec(
+            "factory", file_sink_writer(self._settings), validator=self._settings.validate
+        )
+
+    @staticmethod
+    def for_row_format(base_path: str, encoder: Encoder) -> FileSink.RowFormatBuilder:
+        return FileSink.RowFormatBuilder(str(base_path), encoder)
+
+    class RowFormatBuilder:
+        def __init__(self, base_path: str, encoder: Encoder):
+            self._base_path = base_path
+            self._encoder = encoder
+            self._output = OutputFileConfig()
+            self._rolling = RollingPolicy.default_rolling_policy()
+            self._buckets = BucketAssigner.date_time_bucket_assigner()
+
+        def with_output_file_config(self, config: OutputFileConfig) -> FileSink.RowFormatBuilder:
+            self._output = config
+            return self
+
+        def with_rolling_policy(self, policy: RollingPolicy) -> FileSink.RowFormatBuilder:
+            self._rolling = policy
+            return self
+
+        def with_bucket_assigner(self, assigner: BucketAssigner) -> FileSink.RowFormatBuilder:
+            self._buckets = assigner
+            return self
+
+        def with_bucket_check_interval(self, interval: int) -> FileSink.RowFormatBuilder:
+            return self
+
+        def build(self) -> FileSink:
+            return FileSink(
+                FileSinkSettings(
+                    self._base_path,
+                    self._encoder,
+                    self._output.part_prefix,
+                    self._output.part_suffix,
+                    self._rolling.part_size,
+                    self._buckets._assigner,
+                )
+            )
+
+
+__all__ = [
+    "BucketAssigner",
+    "FileSink",
+    "FileSource",
+    "FileSourceBuilder",
+    "OutputFileConfig",
+    "RollingPolicy",
+    "StreamFormat",
+]
