@@ -1,7 +1,8 @@
 """Row-format file sink: records encoded to part files under a base path, per bucket.
 
 Records go to hidden in-progress files (``.part-...inprogress.<id>``) so readers of the
-directory never see partial output. At the end of every epoch each in-progress file is
+directory never see partial output; a subtask that starts over removes the in-progress
+files its failed attempt left. At the end of every epoch each in-progress file is
 closed and renamed to its final name ``<prefix>-<uid>-<subtask>-<n><suffix>``. Part
 numbers continue from the previous epoch's operator state, so a retried epoch writes the
 same names again and replaces its own earlier attempt instead of adding to it.
@@ -95,6 +96,14 @@ class FileSinkWriter(Operator):
         self.zone = ZoneInfo(assigner.timezone_id) if assigner.timezone_id else None
         self.bucket_second = -1
         self.bucket = ""
+
+    def open(self) -> None:
+        """Discard in-progress files that an earlier, failed attempt of this subtask left."""
+        settings = self.settings
+        stale = f".{settings.part_prefix}-{self.ctx.uid}-{self.ctx.index}-*.inprogress.*"
+        found = self.fs.glob(f"{self.root}/{stale}") + self.fs.glob(f"{self.root}/**/{stale}")
+        for path in set(found):
+            self.fs.rm(path)
 
     def snapshot_state(self) -> dict[str, int]:
         return {"next_part": self.next_part}

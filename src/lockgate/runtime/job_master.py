@@ -57,7 +57,15 @@ class JobMaster:
         self.job = job
         self.config = config
         self.summary = JobSummary(uuid.uuid4().hex, job_name)
-        work_dir = options.WORK_DIR.read(config) or f"{tempfile.gettempdir()}/lockgate"
+        work_dir = options.WORK_DIR.read(config)
+        if not work_dir:
+            if not self.sc.master.startswith("local"):
+                raise options.ConfigurationError(
+                    f"configuration key '{options.WORK_DIR.key}' must be set when Spark runs "
+                    f"on a cluster (master {self.sc.master}): allowed values are "
+                    f"{options.WORK_DIR.allowed}"
+                )
+            work_dir = f"{tempfile.gettempdir()}/lockgate"
         self.storage = Storage(work_dir).child(self.summary.job_id)
         self.max_records = options.EPOCH_MAX_RECORDS_PER_SPLIT.read(config)
         self.idle_poll_s = options.CONTINUOUS_IDLE_POLL.read(config) / 1000
