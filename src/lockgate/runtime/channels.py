@@ -15,6 +15,7 @@ from lockgate.state.key_groups import murmur_hash
 from lockgate.state.key_hash import stable_key_hash
 
 BATCH_SIZE = 2048
+_KEY_GROUP_CACHE_SIZE = 100_000
 
 
 class ChannelWriter(Operator):
@@ -96,11 +97,21 @@ class KeyGroupWriter(ChannelWriter):
         self.key_fn: Callable[[Any], Any] = resolve_callable(key_selector, "get_key", "KeySelector")
         self.max_parallelism = max_parallelism
         self.target_name = target_name
+        self.key_groups: dict[Any, int] = {}  # hot keys skip hashing
+
+    def _key_group(self, key: Any) -> int:
+        key_group = murmur_hash(stable_key_hash(key)) % self.max_parallelism
+        if len(self.key_groups) >= _KEY_GROUP_CACHE_SIZE:
+            self.key_groups.clear()
+        self.key_groups[key] = key_group
+        return key_group
 
     def process(self, value: Any) -> None:
         try:
             key = self.key_fn(value)
-            key_group = murmur_hash(stable_key_hash(key)) % self.max_parallelism
+            key_group = self.key_groups.get(key)
+            if key_group is None:
+                key_group = self._key_group(key)
         except Exception as exc:
             raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
         target = key_group * self.targets // self.max_parallelism
