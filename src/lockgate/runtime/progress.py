@@ -26,8 +26,8 @@ class EpochProgress:
         self.total += stats.records
         rate = stats.records / (stats.duration_ms / 1000) if stats.duration_ms else 0.0
         self.console.print(
-            f"[bold]{self.job_name}[/] epoch {stats.epoch:>3}: "
-            f"{stats.records:>9,} records in {stats.duration_ms / 1000:6.2f} s "
-            f"({rate:,.0f}/s) | total {self.total:,} | state {human_bytes(stats.state_bytes)}, "
-            f"{stats.state_entries:,} entries"
+            f"[bold]{self.job_name}[/] epoch {stats.epoch:>3} | {stats.records:>8,} records "
+            f"in {stats.duration_ms / 1000:5.2f} s ({rate:>9,.0f}/s) | total {self.total:>10,} "
+            f"| state {human_bytes(stats.state_bytes)} ({stats.state_entries:,} entries)",
+            soft_wrap=True,
         )
