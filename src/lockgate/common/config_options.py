@@ -78,10 +78,17 @@ def _non_empty(text: str) -> str:
     return text.strip()
 
 
+def _parallelism(text: str) -> int:
+    value = int(text.strip())
+    if value == -1 or value >= 1:
+        return value
+    raise ValueError(text)
+
+
 PARALLELISM = ConfigOption(
     "parallelism.default",
     -1,
-    _int_at_least(-1),
+    _parallelism,
     "a positive integer (or -1 for Spark's default parallelism)",
     "Default parallelism of operators.",
 )

@@ -233,8 +233,9 @@ class KeyedStream(DataStream):
 class FieldAggregator:
     """The reduce behind ``sum/min/max/min_by/max_by``, with PyFlink's rules per value type.
 
-    Tuples and Rows get a copy of the accumulated record with the field replaced; lists are
-    updated in place; plain values only allow position 0.
+    Tuples, Rows and lists get a copy of the accumulated record with the field replaced
+    (PyFlink updates lists in place, but serializes each output first, so the outputs
+    are the same); plain values only allow position 0.
     """
 
     def __init__(self, kind: str, position: int | str):
@@ -266,8 +267,10 @@ class FieldAggregator:
 
     def _replace(self, record: Any, field: Any) -> Any:
         if isinstance(record, list):
-            record[self.position] = field  # type: ignore[index]
-            return record
+            # A new list: the emitted value must not change when the next record arrives.
+            updated = list(record)
+            updated[self.position] = field  # type: ignore[index]
+            return updated
         if isinstance(record, Row):
             index = (
                 record._fields.index(self.position)

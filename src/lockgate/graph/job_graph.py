@@ -165,8 +165,8 @@ def _stream_nodes(
         if not t.runs:
             continue
         parallelism = t.parallelism or default_parallelism
-        node_max = t.max_parallelism or max_p or default_max_parallelism(parallelism)
         try:
+            node_max = t.max_parallelism or max_p or default_max_parallelism(parallelism)
             check_parallelism(parallelism, node_max)
         except ValueError as exc:
             raise GraphError(f"operator '{t.name}': {exc}") from None

@@ -34,13 +34,13 @@ class KeyContext:
 
     def __init__(self) -> None:
         self.key: Any = None
-        self.group = -1  # index of the key group within the subtask's range
+        self.group = -1  # key group of the key
 
 
 class _HeapState:
     __slots__ = ("_ctx", "_dirty", "_groups")
 
-    def __init__(self, groups: list[dict[Any, Any]], ctx: KeyContext, dirty: set[int]):
+    def __init__(self, groups: dict[int, dict[Any, Any]], ctx: KeyContext, dirty: set[int]):
         self._groups = groups
         self._ctx = ctx
         self._dirty = dirty
@@ -74,8 +74,9 @@ class HeapListState(_HeapState, ListState):
     __slots__ = ()
 
     def get(self) -> list[Any]:
+        """A copy, as PyFlink hands out: changing it does not change the state."""
         ctx = self._ctx
-        return self._groups[ctx.group].get(ctx.key, [])
+        return list(self._groups[ctx.group].get(ctx.key, ()))
 
     def add(self, value: Any) -> None:
         if value is None:
@@ -125,7 +126,8 @@ class HeapMapState(_HeapState, MapState):
         self._writable_map()[key] = value
 
     def put_all(self, dict_value: dict[Any, Any]) -> None:
-        self._writable_map().update(dict_value)
+        if dict_value:
+            self._writable_map().update(dict_value)
 
     def remove(self, key: Any) -> None:
         ctx = self._ctx
@@ -186,6 +188,9 @@ class HeapAggregatingState(_HeapState, AggregatingState):
         return None if accumulator is _MISSING else self._agg.get_result(accumulator)
 
     def add(self, value: Any) -> None:
+        if value is None:  # as PyFlink: adding None clears the state
+            self.clear()
+            return
         ctx = self._ctx
         group = self._groups[ctx.group]
         accumulator = group.get(ctx.key, _MISSING)
@@ -196,7 +201,7 @@ class HeapAggregatingState(_HeapState, AggregatingState):
 
 
 def _create_state(
-    descriptor: StateDescriptor, groups: list[dict[Any, Any]], ctx: KeyContext, dirty: set[int]
+    descriptor: StateDescriptor, groups: dict[int, dict[Any, Any]], ctx: KeyContext, dirty: set[int]
 ):
     if isinstance(descriptor, ValueStateDescriptor):
         return HeapValueState(groups, ctx, dirty)
@@ -218,15 +223,17 @@ class HeapKeyedStateBackend:
         self.key_groups = key_groups
         self.max_parallelism = max_parallelism
         self.ctx = KeyContext()
-        self.dirty: set[int] = set()  # key-group indexes changed since the last snapshot
-        self._tables: dict[str, list[dict[Any, Any]]] = {}
+        self.dirty: set[int] = set()  # key groups changed since the last snapshot
+        # state name -> key group -> key -> value; only the subtask's key groups exist, so a
+        # key of another subtask fails loudly instead of landing in a wrong group
+        self._tables: dict[str, dict[int, dict[Any, Any]]] = {}
         self._kinds: dict[str, str] = {}
         self._states: dict[str, Any] = {}
 
     def set_current_key(self, key_group: int, key: Any) -> None:
         ctx = self.ctx
         ctx.key = key
-        ctx.group = key_group - self.key_groups.start
+        ctx.group = key_group
 
     def get_current_key(self) -> Any:
         return self.ctx.key
@@ -241,7 +248,7 @@ class HeapKeyedStateBackend:
             )
         state = self._states.get(name)
         if state is None:
-            groups = self._tables.setdefault(name, [{} for _ in self.key_groups])
+            groups = self._tables.setdefault(name, self._empty_groups())
             self._kinds[name] = descriptor.kind
             state = self._states[name] = _create_state(descriptor, groups, self.ctx, self.dirty)
         return state
@@ -252,26 +259,33 @@ class HeapKeyedStateBackend:
     def kinds(self) -> dict[str, str]:
         return dict(self._kinds)
 
+    def _empty_groups(self) -> dict[int, dict[Any, Any]]:
+        return {key_group: {} for key_group in self.key_groups}
+
     def group_contents(self, key_group: int) -> dict[str, dict[Any, Any]]:
         """Every state's entries in one key group (empty states left out)."""
-        index = key_group - self.key_groups.start
-        return {name: groups[index] for name, groups in self._tables.items() if groups[index]}
+        return {
+            name: groups[key_group] for name, groups in self._tables.items() if groups[key_group]
+        }
 
     def install_group(self, key_group: int, contents: dict[str, dict[Any, Any]], kinds) -> None:
-        index = key_group - self.key_groups.start
+        if key_group not in self.key_groups:
+            raise ValueError(
+                f"key group {key_group} is outside this subtask's range "
+                f"{self.key_groups.start}-{self.key_groups.end}"
+            )
         for name, entries in contents.items():
             kind = kinds[name]
             if self._kinds.setdefault(name, kind) != kind:
                 raise ValueError(f"state {name!r} restored as {kind} but registered otherwise")
-            groups = self._tables.setdefault(name, [{} for _ in self.key_groups])
-            groups[index] = entries
+            groups = self._tables.setdefault(name, self._empty_groups())
+            groups[key_group] = entries
 
     def take_dirty_groups(self) -> list[int]:
-        """Key groups changed since the last call, as absolute key-group numbers."""
-        start = self.key_groups.start
-        changed = sorted(index + start for index in self.dirty)
+        """Key groups changed since the last call."""
+        changed = sorted(self.dirty)
         self.dirty.clear()
         return changed
 
     def num_entries(self) -> int:
-        return sum(len(group) for groups in self._tables.values() for group in groups)
+        return sum(len(group) for groups in self._tables.values() for group in groups.values())

@@ -6,7 +6,8 @@ which state moves between subtasks, so these formulas must match Flink bit for b
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 LOWER_BOUND_MAX_PARALLELISM = 1 << 7
 UPPER_BOUND_MAX_PARALLELISM = 1 << 15
@@ -45,7 +46,8 @@ def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_gro
     return key_group * parallelism // max_parallelism
 
 
-class KeyGroupRange(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class KeyGroupRange:
     """Inclusive range of key groups owned by one subtask."""
 
     start: int
@@ -57,7 +59,7 @@ class KeyGroupRange(NamedTuple):
     def __contains__(self, key_group: object) -> bool:
         return isinstance(key_group, int) and self.start <= key_group <= self.end
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(self.start, self.end + 1))
 
 

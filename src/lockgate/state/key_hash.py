@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -23,6 +23,7 @@ _SEED_BYTES = 0x4259
 _SEED_BIGINT = 0x4249
 _SEED_FLOAT = 0x464C
 _SEED_TEXT = 0x5458
+_SEED_INSTANT = 0x494E
 
 
 def _to_int32(value: int) -> int:
@@ -65,10 +66,21 @@ def stable_key_hash(key: Any) -> int:
         return stable_key_hash(tuple(key))
     if isinstance(key, int):  # int subclasses such as IntEnum
         return _int_hash(int(key))
-    if isinstance(key, str):
-        return stable_key_hash(str(key))
-    if isinstance(key, Decimal | date | datetime | time | timedelta):
-        return _to_int32(zlib.crc32(repr(key).encode(), _SEED_TEXT))
+    if isinstance(key, str):  # str subclasses such as a str Enum: hash the string value
+        return stable_key_hash(str.__str__(key))
+    if isinstance(key, float):
+        return stable_key_hash(float(key))
+    if isinstance(key, Decimal):
+        return _decimal_hash(key)
+    if isinstance(key, timedelta):
+        return _int_hash(key // timedelta(microseconds=1))
+    if isinstance(key, datetime):
+        if key.utcoffset() is not None:  # aware: equal instants are equal keys
+            key = key.astimezone(UTC).replace(tzinfo=None)
+            return _to_int32(zlib.crc32(key.isoformat().encode(), _SEED_INSTANT))
+        return _to_int32(zlib.crc32(key.isoformat().encode(), _SEED_TEXT))
+    if isinstance(key, date | time):
+        return _to_int32(zlib.crc32(key.isoformat().encode(), _SEED_TEXT))
     key_hash = getattr(key, "__lockgate_key_hash__", None)
     if key_hash is not None:
         return _to_int32(key_hash())
@@ -77,3 +89,15 @@ def stable_key_hash(key: Any) -> int:
         "bytes, bool, float, Decimal, date/time values, tuples or Rows of these, or give the "
         "class a __lockgate_key_hash__() method returning an int"
     )
+
+
+def _decimal_hash(key: Decimal) -> int:
+    """Decimals equal to an int or a float hash like them; others by their normal form."""
+    if not key.is_finite():
+        return stable_key_hash(float(key))
+    if key == key.to_integral_value():
+        return _int_hash(int(key))
+    as_float = float(key)
+    if Decimal(as_float) == key:
+        return stable_key_hash(as_float)
+    return _to_int32(zlib.crc32(str(key.normalize()).encode(), _SEED_TEXT))

@@ -71,8 +71,11 @@ def read_kinds(data: bytes, path: str) -> dict[str, str]:
             f"state file {path} has format version {version}; this lockgate reads "
             f"version {FORMAT_VERSION}"
         )
-    header = json.loads(data[_PREFIX.size : _PREFIX.size + header_len])
-    return dict(header["kinds"])
+    try:
+        header = json.loads(data[_PREFIX.size : _PREFIX.size + header_len])
+        return dict(header["kinds"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SnapshotFormatError(f"state file {path} has a damaged header: {exc}") from None
 
 
 def decode_group(data: bytes, handle: GroupHandle, key_group: int, path: str) -> dict[str, Any]:
