@@ -162,10 +162,16 @@ class StreamExecutionEnvironment:
         return JobExecutionResult(summary.job_id, summary.job_name, runtime_ms, summary.epochs)
 
     def _execute_collect(self, job_name: str | None) -> CloseableIterator:
-        epochs = self._job_master(job_name).run()
+        master = self._job_master(job_name)
+        epochs = master.run()
 
         def records() -> Iterator[Any]:
             for result in epochs:
                 yield from result.collected
 
-        return CloseableIterator(records(), epochs.close)
+        def close() -> None:
+            master.cancel()
+            if not epochs.gi_running:  # otherwise the running loop stops after its epoch
+                epochs.close()
+
+        return CloseableIterator(records(), close)

@@ -8,6 +8,7 @@ and state manifests forward, and deletes state files no version still needs.
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -70,6 +71,7 @@ class JobMaster:
         self.max_records = options.EPOCH_MAX_RECORDS_PER_SPLIT.read(config)
         self.idle_poll_s = options.CONTINUOUS_IDLE_POLL.read(config) / 1000
         self.progress = EpochProgress(job_name) if options.PROGRESS.read(config) else None
+        self._cancelled = threading.Event()
         self.enumerators = {
             v.id: v.head.operator.create_enumerator(v.parallelism) for v in job.sources
         }
@@ -87,18 +89,22 @@ class JobMaster:
     def job_id(self) -> str:
         return self.summary.job_id
 
+    def cancel(self) -> None:
+        """Stop after the running epoch; safe to call from any thread."""
+        self._cancelled.set()
+
     def run(self) -> Iterator[EpochResult]:
-        """Run epochs until bounded sources are exhausted; yields each epoch's results."""
+        """Run epochs until bounded sources are exhausted or the job is cancelled."""
         graph = self.sc.broadcast(cloudpickle.dumps(self.job))
         spark_job = EpochJob(self.sc, self.job)
         epoch = 0
         try:
-            while True:
+            while not self._cancelled.is_set():
                 plans = {vid: e.plan(self.max_records) for vid, e in self.enumerators.items()}
                 has_input = any(plans.values())
                 finished = all(e.is_finished() for e in self.enumerators.values())
                 if not has_input and not finished:
-                    time.sleep(self.idle_poll_s)  # continuous sources with nothing new yet
+                    self._cancelled.wait(self.idle_poll_s)  # continuous sources, nothing new
                     continue
                 end_of_input = all(
                     e.is_finished() or e.will_finish() for e in self.enumerators.values()
