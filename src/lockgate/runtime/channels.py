@@ -1,13 +1,16 @@
 """Output channels: how records leave a task for the next stage's subtasks.
 
-Records are buffered per target subtask and handed to Spark's shuffle in batches, each
-tagged with (edge, sending subtask, sequence number) so the receiver can replay its input
-in a deterministic order: a retried subtask then produces exactly the same result.
+Records are pickled when they are emitted (so later changes to an emitted object do not
+leak into it, as with Flink's serialization at the network boundary), buffered per target
+subtask and handed to Spark's shuffle in batches, each tagged with (edge, sending subtask,
+sequence number) so the receiver can replay its input in a deterministic order: a retried
+subtask then produces exactly the same result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pickle import HIGHEST_PROTOCOL, dumps
 from typing import Any
 
 from lockgate.runtime.operators import Operator, OperatorContext, resolve_callable
@@ -56,7 +59,7 @@ class ForwardWriter(ChannelWriter):
 
     def process(self, value: Any) -> None:
         buffer = self.buffers[0]
-        buffer.append(value)
+        buffer.append(dumps(value, HIGHEST_PROTOCOL))
         if len(buffer) >= BATCH_SIZE:
             self.flush(0)
 
@@ -71,7 +74,7 @@ class RebalanceWriter(ChannelWriter):
     def process(self, value: Any) -> None:
         target = self.next_target
         buffer = self.buffers[target]
-        buffer.append(value)
+        buffer.append(dumps(value, HIGHEST_PROTOCOL))
         self.next_target = (target + 1) % self.targets
         if len(buffer) >= BATCH_SIZE:
             self.flush(target)
@@ -116,6 +119,6 @@ class KeyGroupWriter(ChannelWriter):
             raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
         target = key_group * self.targets // self.max_parallelism
         buffer = self.buffers[target]
-        buffer.append((key_group, key, value))
+        buffer.append((key_group, key, dumps(value, HIGHEST_PROTOCOL)))
         if len(buffer) >= BATCH_SIZE:
             self.flush(target)

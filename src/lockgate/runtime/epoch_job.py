@@ -8,6 +8,7 @@ once; the epoch's Spark job is the union of the tasks that end the graph.
 
 from __future__ import annotations
 
+from pickle import loads
 from typing import Any
 
 from pyspark import SparkContext, StorageLevel
@@ -67,7 +68,7 @@ class EpochJob:
                     results.append(rdd.filter(_Only(None)))
             sc.setJobDescription(description)
             final = results[0] if len(results) == 1 else sc.union(results)
-            return [record for _, batch in final.collect() for record in batch]
+            return [loads(record) for _, batch in final.collect() for record in batch]
         finally:
             for rdd in persisted:
                 rdd.unpersist(blocking=False)

@@ -23,27 +23,23 @@ from lockgate.runtime.subtask import Subtask
 _SOURCE_CHUNK = 4096
 _JOBS_KEPT = 2
 
-# Per Python worker: deserialized job graphs and live subtasks, by job id.
-_job_graphs: OrderedDict[str, Any] = OrderedDict()
-_subtasks: dict[str, dict[tuple[int, int], Subtask]] = {}
+# Per Python worker: the live subtasks of the most recent jobs, by job id.
+_live: OrderedDict[str, dict[tuple[int, int], Subtask]] = OrderedDict()
 
 
 def ack_path(epoch: int, vertex_id: int, index: int) -> str:
     return f"epochs/{epoch}/acks/{vertex_id}-{index}.json"
 
 
-def _job_graph(job_id: str, graph_bytes: Any) -> Any:
-    job = _job_graphs.get(job_id)
-    if job is None:
-        job = cloudpickle.loads(graph_bytes.value)
-        _job_graphs[job_id] = job
-        _subtasks[job_id] = {}
-        while len(_job_graphs) > _JOBS_KEPT:
-            old, _ = _job_graphs.popitem(last=False)
-            _subtasks.pop(old, None)
+def _live_subtasks(job_id: str) -> dict[tuple[int, int], Subtask]:
+    live = _live.get(job_id)
+    if live is None:
+        live = _live[job_id] = {}
+        while len(_live) > _JOBS_KEPT:
+            _live.popitem(last=False)
     else:
-        _job_graphs.move_to_end(job_id)
-    return job
+        _live.move_to_end(job_id)
+    return live
 
 
 def _drain(outbox: list[Any]) -> list[Any]:
@@ -69,13 +65,14 @@ class EpochTask:
         started = time.perf_counter()
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
-        job = _job_graph(self.job_id, self.graph)
-        vertex = job.vertex(self.vertex_id)
-        live = _subtasks.setdefault(self.job_id, {})
+        live = _live_subtasks(self.job_id)
         subtask = live.pop((self.vertex_id, index), None)
         reused = subtask is not None and subtask.epoch == self.epoch - 1
         if not reused:
-            subtask = Subtask(job, vertex, index, attempt)
+            # Each subtask unpickles its own copy of the graph: user functions keep
+            # per-instance fields (state handles from open()), as in Flink.
+            job = cloudpickle.loads(self.graph.value)
+            subtask = Subtask(job, job.vertex(self.vertex_id), index, attempt)
             subtask.restore(self.storage, self.restore.get(index, {}))
             subtask.open()
         subtask.begin_epoch(self.epoch)
@@ -100,9 +97,7 @@ class EpochTask:
             deliver = subtask.deliver
             batches = sorted((payload for _, payload in items), key=_channel_order)
             for edge_id, _, _, batch in batches:
-                process = deliver[edge_id]
-                for record in batch:
-                    process(record)
+                deliver[edge_id](batch)
                 records_in += len(batch)
                 if outbox:
                     yield from _drain(outbox)

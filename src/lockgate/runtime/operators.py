@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pickle import HIGHEST_PROTOCOL, dumps
 from typing import Any
 
 from lockgate.runtime.context import KeyedProcessContext, ProcessContext, SubtaskRuntimeContext
@@ -35,7 +36,11 @@ NO_RECORD = object()
 
 
 class Operator:
-    """Base of all running operators: a named place in the job that can fail clearly."""
+    """Base of all running operators: a named place in the job that can fail clearly.
+
+    Records arrive through ``process``; operators at the head of a keyed task receive
+    them through ``process_keyed`` with their key group and key.
+    """
 
     def __init__(self, ctx: OperatorContext, function: Any = None):
         self.ctx = ctx
@@ -186,8 +191,10 @@ class KeyedInput(Operator):
     def close(self) -> None:
         self.inner.close()
 
-    def process(self, record: tuple[int, Any, Any]) -> None:
-        key_group, key, value = record
+    def process(self, value: Any) -> None:
+        raise TypeError("keyed operators receive records through process_keyed")
+
+    def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         self.set_key(key_group, key)
         self.inner.process(value)
 
@@ -199,8 +206,7 @@ class KeyedProcessOperator(Operator):
         self.set_key = ctx.keyed_backend.set_current_key
         self.process_ctx = KeyedProcessContext(ctx.keyed_backend.ctx)
 
-    def process(self, record: tuple[int, Any, Any]) -> None:
-        key_group, key, value = record
+    def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         self.set_key(key_group, key)
         try:
             result = self.fn(value, self.process_ctx)
@@ -223,8 +229,7 @@ class ReduceOperator(Operator):
         self.set_key = ctx.keyed_backend.set_current_key
         self.state = ctx.keyed_backend.get_state(ReducingStateDescriptor(self.STATE_NAME, reduce))
 
-    def process(self, record: tuple[int, Any, Any]) -> None:
-        key_group, key, value = record
+    def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         self.set_key(key_group, key)
         state = self.state
         try:
@@ -269,17 +274,21 @@ COLLECT_TAG = -1
 
 
 class CollectSinkOperator(Operator):
-    """Buffers records for the driver, which receives them as the Spark job's result."""
+    """Buffers records for the driver, which receives them as the Spark job's result.
+
+    Records are pickled as they arrive, so a record changed after it was emitted (say, a
+    list also kept in state) is collected as it was when emitted.
+    """
 
     BATCH = 4096
 
     def __init__(self, ctx: OperatorContext):
         super().__init__(ctx)
-        self.batch: list[Any] = []
+        self.batch: list[bytes] = []
 
     def process(self, value: Any) -> None:
         batch = self.batch
-        batch.append(value)
+        batch.append(dumps(value, HIGHEST_PROTOCOL))
         if len(batch) >= self.BATCH:
             self.end_epoch()
 

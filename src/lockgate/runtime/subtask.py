@@ -8,6 +8,7 @@ files of the previous epoch. Either way it starts epoch n from the state of epoc
 from __future__ import annotations
 
 from collections.abc import Callable
+from pickle import loads
 from typing import Any
 
 from lockgate.checkpoint.storage import Storage
@@ -17,6 +18,8 @@ from lockgate.runtime.operators import Operator, OperatorContext, _drop
 from lockgate.state import snapshot
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.key_groups import key_group_range
+
+BatchConsumer = Callable[[list[Any]], None]
 
 
 def _fan_out(targets: list[Callable[[Any], None]]) -> Callable[[Any], None]:
@@ -32,11 +35,24 @@ def _fan_out(targets: list[Callable[[Any], None]]) -> Callable[[Any], None]:
     return emit
 
 
-def _strip_key(process: Callable[[Any], None]) -> Callable[[Any], None]:
-    def deliver(record: tuple[int, Any, Any]) -> None:
-        process(record[2])
+def _keyed_batches(process_keyed: Callable[[int, Any, Any], None]) -> BatchConsumer:
+    def deliver(batch: list[tuple[int, Any, bytes]]) -> None:
+        for key_group, key, data in batch:
+            process_keyed(key_group, key, loads(data))
 
     return deliver
+
+
+def _unkeyed_batches(process: Callable[[Any], None], keyed_edge: bool) -> BatchConsumer:
+    def deliver_values(batch: list[bytes]) -> None:
+        for data in batch:
+            process(loads(data))
+
+    def deliver_keyed(batch: list[tuple[int, Any, bytes]]) -> None:
+        for _, _, data in batch:
+            process(loads(data))
+
+    return deliver_keyed if keyed_edge else deliver_values
 
 
 class Subtask:
@@ -81,13 +97,16 @@ class Subtask:
         self.operators = [built[id(n)] for n in vertex.nodes if id(n) in built]
         self.source = head.operator if vertex.is_source else None
         self.source_emit = emits[id(head)]
-        self.deliver: dict[int, Callable[[Any], None]] = {}
+        # Per input edge: what takes one shuffled batch to the head operator.
+        self.deliver: dict[int, BatchConsumer] = {}
         if not vertex.is_source:
-            head_process = built[id(head)].process
+            head_operator = built[id(head)]
             for edge in vertex.inputs:
                 by_key = edge.partitioning.kind == "key_group"
                 self.deliver[edge.id] = (
-                    _strip_key(head_process) if by_key and not vertex.keyed else head_process
+                    _keyed_batches(head_operator.process_keyed)
+                    if vertex.keyed
+                    else _unkeyed_batches(head_operator.process, by_key)
                 )
 
     def _context(self, node: Any, attempt: int) -> OperatorContext:

@@ -183,7 +183,7 @@ def run_keyed_aggregation(kind, position, records):
     emitted = []
     operator.emit = emitted.append
     for record in records:
-        operator.process((7, record[0], record))
+        operator.process_keyed(7, record[0], record)
     return emitted
 
 

@@ -1,0 +1,113 @@
+"""Helpers shared by the integration tests (not a test module).
+
+Classes defined here are pickled by reference, so Spark's Python workers import this module
+from the test directory (which pytest puts on ``sys.path`` before the Spark session starts).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from lockgate.datastream import MapFunction
+
+
+class SparkJobCounter:
+    """Counts the Spark jobs started since it was created: lockgate runs one per epoch."""
+
+    def __init__(self, spark: Any):
+        self._tracker = spark.sparkContext.statusTracker()
+        self._before = set(self._ids())
+
+    def _ids(self) -> list[int]:
+        return self._tracker.getJobIdsForGroup()
+
+    def count(self, at_least: int = 0, settle_s: float = 3.0) -> int:
+        """Jobs started since creation. Job events reach the tracker asynchronously, so wait
+        (up to ``settle_s``) until at least ``at_least`` are visible."""
+        deadline = time.monotonic() + settle_s
+        while True:
+            started = len(set(self._ids()) - self._before)
+            if started >= at_least or time.monotonic() > deadline:
+                return started
+            time.sleep(0.05)
+
+    def none_started(self) -> bool:
+        time.sleep(0.3)  # let any job-start event that might exist reach the tracker
+        return self.count() == 0
+
+
+def collect(stream: Any) -> list[Any]:
+    """All results of a bounded job, through the closeable iterator."""
+    with stream.execute_and_collect() as results:
+        return list(results)
+
+
+def by_key(records: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, list[Any]]:
+    """Records grouped by key, each group in the order given."""
+    groups: dict[Any, list[Any]] = {}
+    for record in records:
+        groups.setdefault(key(record), []).append(record)
+    return groups
+
+
+def run_in_thread(fn: Callable[[], Any], timeout_s: float) -> Any:
+    """Run ``fn`` in a daemon thread; fail (instead of hanging) if it does not finish."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise AssertionError(f"the job did not deliver its results within {timeout_s} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class CaptureWorkerOutput(MapFunction):
+    """Identity map that points its Python worker's stdout and stderr at a file.
+
+    The print sink writes from Spark's Python worker processes, whose output reaches the
+    driver only through the JVM (pytest's ``capfd`` cannot see it). Chained right before a
+    print sink, this map redirects the worker's file descriptors 1 and 2 from ``open()``
+    until ``close()``, i.e. for the subtask's lifetime. Use it in single-epoch jobs only,
+    so that open and close happen in the same Spark task.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._saved: tuple[int, int] | None = None
+
+    def open(self, runtime_context: Any) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._saved = (os.dup(1), os.dup(2))
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+
+    def map(self, value: Any) -> Any:
+        return value
+
+    def close(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if self._saved is not None:
+            out, err = self._saved
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            os.close(out)
+            os.close(err)
+            self._saved = None
