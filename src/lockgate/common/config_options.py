@@ -6,6 +6,7 @@ instead of surfacing inside a Spark task.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -85,6 +86,54 @@ def _parallelism(text: str) -> int:
     raise ValueError(text)
 
 
+_DURATION_UNITS = {
+    "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6, "nanosecond": 1e-6, "nanoseconds": 1e-6,
+    "us": 1e-3, "µs": 1e-3, "micro": 1e-3, "micros": 1e-3, "microsecond": 1e-3,
+    "microseconds": 1e-3,
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}  # fmt: skip
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-zµ]*)\s*$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """Flink's duration syntax: '500 ms', '10s', '1 min', '2h'; a bare number is ms."""
+    match = _DURATION.match(text.lower())
+    if not match or (match.group(2) and match.group(2) not in _DURATION_UNITS):
+        raise ValueError(text)
+    return int(int(match.group(1)) * _DURATION_UNITS[match.group(2) or "ms"])
+
+
+def _duration(minimum_ms: int = 0) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = parse_duration_ms(text)
+        if value < minimum_ms:
+            raise ValueError(text)
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    value = float(text.strip())
+    if value <= 0:
+        raise ValueError(text)
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text.strip())
+    if not 0 <= value <= 1:
+        raise ValueError(text)
+    return value
+
+
+_DURATION_ALLOWED = "a duration such as '500 ms', '10 s', '1 min' (a bare number is ms)"
+
+
 PARALLELISM = ConfigOption(
     "parallelism.default",
     -1,
@@ -136,13 +185,253 @@ CONTINUOUS_IDLE_POLL = ConfigOption(
     "How long the job master sleeps when a continuous source has nothing new.",
 )
 
+# Checkpointing (Flink 2.x keys and defaults) ------------------------------------------------
+
+CHECKPOINT_INTERVAL = ConfigOption(
+    "execution.checkpointing.interval",
+    None,
+    _duration(1),
+    _DURATION_ALLOWED,
+    "Checkpoint at the end of the first epoch after this much time; unset: no checkpoints.",
+)
+CHECKPOINTING_MODE = ConfigOption(
+    "execution.checkpointing.mode",
+    "EXACTLY_ONCE",
+    _one_of("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+    "EXACTLY_ONCE or AT_LEAST_ONCE",
+    "EXACTLY_ONCE: sinks commit when a checkpoint completes; AT_LEAST_ONCE: per epoch.",
+)
+CHECKPOINT_TIMEOUT = ConfigOption(
+    "execution.checkpointing.timeout",
+    600_000,
+    _duration(1),
+    _DURATION_ALLOWED,
+    "An epoch running longer is cancelled and counts as a failed checkpoint.",
+)
+MIN_PAUSE = ConfigOption(
+    "execution.checkpointing.min-pause",
+    0,
+    _duration(0),
+    _DURATION_ALLOWED,
+    "Least time between the end of one checkpoint and the start of the next.",
+)
+MAX_CONCURRENT = ConfigOption(
+    "execution.checkpointing.max-concurrent-checkpoints",
+    1,
+    _int_at_least(1),
+    "a positive integer",
+    "Accepted as in Flink; epochs run one at a time, so at most one checkpoint is pending.",
+)
+TOLERABLE_FAILURES = ConfigOption(
+    "execution.checkpointing.tolerable-failed-checkpoints",
+    0,
+    _int_at_least(0),
+    "a non-negative integer",
+    "Consecutive failed checkpoints (timeouts, storage errors) tolerated before failover.",
+)
+NUM_RETAINED = ConfigOption(
+    "execution.checkpointing.num-retained",
+    1,
+    _int_at_least(1),
+    "a positive integer",
+    "Completed checkpoints kept; older ones and the files only they use are deleted.",
+)
+EXTERNALIZED_RETENTION = ConfigOption(
+    "execution.checkpointing.externalized-checkpoint-retention",
+    "NO_EXTERNALIZED_CHECKPOINTS",
+    _one_of("NO_EXTERNALIZED_CHECKPOINTS", "RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION"),
+    "NO_EXTERNALIZED_CHECKPOINTS, RETAIN_ON_CANCELLATION or DELETE_ON_CANCELLATION",
+    "What happens to retained checkpoints when a job is cancelled or fails.",
+)
+UNALIGNED = ConfigOption(
+    "execution.checkpointing.unaligned.enabled",
+    False,
+    _boolean,
+    "true or false",
+    "Accepted as in Flink; lockgate's barriers are always aligned and epochs are bounded.",
+)
+INCREMENTAL = ConfigOption(
+    "execution.checkpointing.incremental",
+    False,
+    _boolean,
+    "true or false",
+    "Accepted; the heap backend always writes only the key groups that changed.",
+)
+CHECKPOINT_STORAGE = ConfigOption(
+    "execution.checkpointing.storage",
+    "",
+    _one_of("JOBMANAGER", "FILESYSTEM"),
+    "jobmanager or filesystem",
+    "Where checkpoints go (default: filesystem when a directory is set, else jobmanager).",
+)
+CHECKPOINT_DIR = ConfigOption(
+    "execution.checkpointing.dir",
+    "",
+    _non_empty,
+    "an fsspec URL or path",
+    "Directory of checkpoints (<dir>/<job-id>/chk-<n>/_metadata, shared/, taskowned/).",
+)
+SAVEPOINT_DIR = ConfigOption(
+    "execution.checkpointing.savepoint-dir",
+    "",
+    _non_empty,
+    "an fsspec URL or path",
+    "Default directory of savepoints.",
+)
+STATE_RECOVERY_PATH = ConfigOption(
+    "execution.state-recovery.path",
+    "",
+    _non_empty,
+    "a chk-<n> directory or its _metadata file",
+    "Checkpoint to start the job from.",
+)
+IGNORE_UNCLAIMED_STATE = ConfigOption(
+    "execution.state-recovery.ignore-unclaimed-state",
+    False,
+    _boolean,
+    "true or false",
+    "Start even if the checkpoint has state of operators the job no longer has.",
+)
+STATE_BACKEND = ConfigOption(
+    "state.backend.type",
+    "HASHMAP",
+    _one_of("HASHMAP"),
+    "hashmap (rocksdb is not available yet)",
+    "Keyed state backend.",
+)
+
+# Restart strategies (Flink 2.x keys and defaults) ------------------------------------------
+
+RESTART_TYPE = ConfigOption(
+    "restart-strategy.type",
+    "",
+    lambda text: _RESTART_ALIASES[text.strip().lower()],
+    "none (or off, disable), fixed-delay, failure-rate or exponential-delay",
+    "Default: none without checkpointing, exponential-delay with it.",
+)
+_RESTART_ALIASES = {
+    "none": "none", "off": "none", "disable": "none",
+    "fixed-delay": "fixed-delay", "fixeddelay": "fixed-delay",
+    "failure-rate": "failure-rate", "failurerate": "failure-rate",
+    "exponential-delay": "exponential-delay", "exponentialdelay": "exponential-delay",
+}  # fmt: skip
+FIXED_DELAY_ATTEMPTS = ConfigOption(
+    "restart-strategy.fixed-delay.attempts", 1, _int_at_least(0), "a non-negative integer", ""
+)
+FIXED_DELAY_DELAY = ConfigOption(
+    "restart-strategy.fixed-delay.delay", 1000, _duration(0), _DURATION_ALLOWED, ""
+)
+FAILURE_RATE_MAX = ConfigOption(
+    "restart-strategy.failure-rate.max-failures-per-interval",
+    1,
+    _int_at_least(1),
+    "a positive integer",
+    "",
+)
+FAILURE_RATE_INTERVAL = ConfigOption(
+    "restart-strategy.failure-rate.failure-rate-interval",
+    60_000,
+    _duration(1),
+    _DURATION_ALLOWED,
+    "",
+)
+FAILURE_RATE_DELAY = ConfigOption(
+    "restart-strategy.failure-rate.delay", 1000, _duration(0), _DURATION_ALLOWED, ""
+)
+EXP_INITIAL = ConfigOption(
+    "restart-strategy.exponential-delay.initial-backoff",
+    1000,
+    _duration(0),
+    _DURATION_ALLOWED,
+    "",
+)
+EXP_MAX = ConfigOption(
+    "restart-strategy.exponential-delay.max-backoff", 60_000, _duration(0), _DURATION_ALLOWED, ""
+)
+EXP_MULTIPLIER = ConfigOption(
+    "restart-strategy.exponential-delay.backoff-multiplier",
+    1.5,
+    _positive_float,
+    "a number greater than 0",
+    "",
+)
+EXP_RESET = ConfigOption(
+    "restart-strategy.exponential-delay.reset-backoff-threshold",
+    3_600_000,
+    _duration(1),
+    _DURATION_ALLOWED,
+    "",
+)
+EXP_JITTER = ConfigOption(
+    "restart-strategy.exponential-delay.jitter-factor", 0.1, _fraction, "a number in 0..1", ""
+)
+EXP_ATTEMPTS = ConfigOption(
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+    2**31 - 1,
+    _int_at_least(1),
+    "a positive integer",
+    "",
+)
+
+# Test-only ---------------------------------------------------------------------------------
+
+INJECT_FAILURE = ConfigOption(
+    "lockgate.testing.inject-failure",
+    "",
+    _non_empty,
+    "'<point>@<epoch or checkpoint id>' with point one of after-snapshot-before-ack, "
+    "after-metadata-before-commit, mid-commit, during-restore",
+    "Fail once at a named point; for lockgate's own fault-tolerance tests only.",
+)
+
 LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
     option.key: option
-    for option in (EPOCH_MAX_RECORDS_PER_SPLIT, WORK_DIR, PROGRESS, CONTINUOUS_IDLE_POLL)
+    for option in (
+        EPOCH_MAX_RECORDS_PER_SPLIT,
+        WORK_DIR,
+        PROGRESS,
+        CONTINUOUS_IDLE_POLL,
+        INJECT_FAILURE,
+    )
 }
 VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {
     **LOCKGATE_OPTIONS,
-    **{option.key: option for option in (PARALLELISM, MAX_PARALLELISM, RUNTIME_MODE)},
+    **{
+        option.key: option
+        for option in (
+            PARALLELISM,
+            MAX_PARALLELISM,
+            RUNTIME_MODE,
+            CHECKPOINT_INTERVAL,
+            CHECKPOINTING_MODE,
+            CHECKPOINT_TIMEOUT,
+            MIN_PAUSE,
+            MAX_CONCURRENT,
+            TOLERABLE_FAILURES,
+            NUM_RETAINED,
+            EXTERNALIZED_RETENTION,
+            UNALIGNED,
+            INCREMENTAL,
+            CHECKPOINT_STORAGE,
+            CHECKPOINT_DIR,
+            SAVEPOINT_DIR,
+            STATE_RECOVERY_PATH,
+            IGNORE_UNCLAIMED_STATE,
+            STATE_BACKEND,
+            RESTART_TYPE,
+            FIXED_DELAY_ATTEMPTS,
+            FIXED_DELAY_DELAY,
+            FAILURE_RATE_MAX,
+            FAILURE_RATE_INTERVAL,
+            FAILURE_RATE_DELAY,
+            EXP_INITIAL,
+            EXP_MAX,
+            EXP_MULTIPLIER,
+            EXP_RESET,
+            EXP_JITTER,
+            EXP_ATTEMPTS,
+        )
+    },
 }
 
 

@@ -44,8 +44,8 @@ def test_configuration_error_is_a_value_error():
 
 @pytest.mark.parametrize(
     "key",
-    ["spark.master", "spark.sql.shuffle.partitions", "state.backend.type", "my.own.key",
-     "execution.checkpointing.interval", "lockgate"],
+    ["spark.master", "spark.sql.shuffle.partitions", "my.own.key", "pipeline.name",
+     "lockgate"],
 )  # fmt: skip
 def test_non_lockgate_unknown_keys_are_accepted(key):
     validate({key: "anything"})

@@ -1,0 +1,41 @@
+"""Checkpoint storages at PyFlink's path (``pyflink.datastream.checkpoint_storage``)."""
+
+from __future__ import annotations
+
+
+class CheckpointStorage:
+    """Where completed checkpoints live; set with ``CheckpointConfig.set_checkpoint_storage``."""
+
+    storage_type = ""
+    checkpoint_path: str | None = None
+
+
+class JobManagerCheckpointStorage(CheckpointStorage):
+    """Checkpoint metadata in the driver's memory: for small state and tests.
+
+    Checkpoints last as long as the job's run and cannot be resumed from a new process.
+    """
+
+    storage_type = "jobmanager"
+
+    def __init__(self, checkpoint_path: str | None = None, max_state_size: int | None = None):
+        self.checkpoint_path = checkpoint_path
+        self.max_state_size = max_state_size
+
+
+class FileSystemCheckpointStorage(CheckpointStorage):
+    """Checkpoints in a directory of any fsspec file system (``file://``, ``s3://``, ...)."""
+
+    storage_type = "filesystem"
+
+    def __init__(self, checkpoint_path: str, file_state_size_threshold: int | None = None):
+        if not checkpoint_path:
+            raise ValueError("FileSystemCheckpointStorage needs a checkpoint path")
+        self.checkpoint_path = str(checkpoint_path)
+        self.file_state_size_threshold = file_state_size_threshold
+
+    def get_checkpoint_path(self) -> str:
+        return self.checkpoint_path
+
+
+__all__ = ["CheckpointStorage", "FileSystemCheckpointStorage", "JobManagerCheckpointStorage"]
