@@ -24,7 +24,17 @@ class SparkJobCounter:
         self._before = set(self._ids())
 
     def _ids(self) -> list[int]:
-        return self._tracker.getJobIdsForGroup()
+        """Ids of the jobs Spark remembers, whatever their job group: ids are sequential."""
+        ids: list[int] = []
+        job_id, misses = 0, 0
+        while misses < 50:
+            if self._tracker.getJobInfo(job_id) is None:
+                misses += 1
+            else:
+                ids.append(job_id)
+                misses = 0
+            job_id += 1
+        return ids
 
     def count(self, at_least: int = 0, settle_s: float = 3.0) -> int:
         """Jobs started since creation. Job events reach the tracker asynchronously, so wait

@@ -10,7 +10,6 @@ import json
 import uuid
 from typing import Any
 
-import fsspec
 from fsspec.core import url_to_fs
 
 
@@ -30,6 +29,10 @@ class Storage:
 
     def path(self, relative: str) -> str:
         return f"{self.root}/{relative}" if relative else self.root
+
+    def url_of(self, relative: str) -> str:
+        """A URL of the file that any process can open, whatever its working directory."""
+        return self.fs.unstrip_protocol(self.path(relative))
 
     def child(self, relative: str) -> Storage:
         return Storage(f"{self.url}/{relative}")
@@ -68,6 +71,17 @@ class Storage:
         return sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in self.fs.ls(path, False))
 
 
+def read_url(url: str) -> bytes:
+    fs, path = url_to_fs(url)
+    return fs.cat_file(path)
+
+
+def remove_url(url: str) -> None:
+    fs, path = url_to_fs(url)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+
+
 def is_writable(url: str) -> bool:
     probe = Storage(url)
     try:
@@ -80,4 +94,4 @@ def is_writable(url: str) -> bool:
     return True
 
 
-__all__ = ["Storage", "fsspec", "is_writable"]
+__all__ = ["Storage", "is_writable", "read_url", "remove_url"]

@@ -2,6 +2,7 @@
 
 from lockgate.common.config_options import ConfigurationError
 from lockgate.common.configuration import Configuration
+from lockgate.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from lockgate.common.serialization import Encoder
 from lockgate.common.time import Duration, Time
 from lockgate.common.types import Row, TypeInformation, Types
@@ -12,6 +13,8 @@ __all__ = [
     "ConfigurationError",
     "Duration",
     "Encoder",
+    "RestartStrategies",
+    "RestartStrategyConfiguration",
     "Row",
     "Time",
     "TimestampAssigner",

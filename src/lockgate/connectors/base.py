@@ -44,6 +44,10 @@ class SplitEnumerator(ABC):
     def snapshot(self) -> dict[str, Any]:
         """The enumerator's positions and pending splits, as JSON."""
 
+    @abstractmethod
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Go back to the positions of a ``snapshot`` (from a checkpoint)."""
+
 
 class Source(ABC):
     """A source of a job: plans on the driver, reads in tasks."""

@@ -78,3 +78,12 @@ class CollectionEnumerator(SplitEnumerator):
 
     def snapshot(self) -> dict[str, Any]:
         return {"positions": dict(self.positions)}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        positions = {split: int(pos) for split, pos in snapshot["positions"].items()}
+        if positions.keys() != self.positions.keys():
+            raise ValueError(
+                f"the collection source was checkpointed with splits {sorted(positions)}, "
+                f"but now has {sorted(self.positions)}"
+            )
+        self.positions = positions

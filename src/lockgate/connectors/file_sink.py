@@ -1,11 +1,11 @@
 """Row-format file sink: records encoded to part files under a base path, per bucket.
 
 Records go to hidden in-progress files (``.part-...inprogress.<id>``) so readers of the
-directory never see partial output; a subtask that starts over removes the in-progress
-files its failed attempt left. At the end of every epoch each in-progress file is
-closed and renamed to its final name ``<prefix>-<uid>-<subtask>-<n><suffix>``. Part
-numbers continue from the previous epoch's operator state, so a retried epoch writes the
-same names again and replaces its own earlier attempt instead of adding to it.
+directory never see partial output. At the end of every epoch each in-progress file is
+closed and becomes pending; it is renamed to its final name
+``<prefix>-<uid>-<subtask>-<n><suffix>`` at once (at-least-once, or no checkpointing), or
+when the checkpoint covering the epoch completes (exactly-once). Part numbers continue
+from the previous epoch's operator state, so a re-run epoch writes the same names again.
 """
 
 from __future__ import annotations
@@ -81,7 +81,27 @@ class _PartFile:
         self.size = 0
 
 
+def commit_part(committable: list[Any]) -> None:
+    """Make one pending part file visible; safe to repeat (Flink's committers must be)."""
+    _, pending_url, final_url = committable
+    fs, pending = url_to_fs(pending_url)
+    _, final = url_to_fs(final_url)
+    if fs.exists(pending):
+        fs.mv(pending, final)
+    elif not fs.exists(final):
+        raise SinkError(
+            f"FileSink cannot commit {final_url}: its pending file {pending_url} is gone"
+        )
+
+
 class FileSinkWriter(Operator):
+    """Writes part files; publishes them per epoch, or when a checkpoint completes.
+
+    With exactly-once checkpointing, files rolled at the end of an epoch stay hidden as
+    pending committables in the operator state until the checkpoint that covers the epoch
+    completes and the job master commits them (two-phase commit).
+    """
+
     def __init__(self, ctx: OperatorContext, settings: FileSinkSettings):
         super().__init__(ctx)
         self.settings = settings
@@ -90,7 +110,7 @@ class FileSinkWriter(Operator):
         self.encode = settings.encoder.encode
         self.next_part = 0
         self.open_files: dict[str, _PartFile] = {}
-        self.pending: list[_PartFile] = []
+        self.pending: list[list[Any]] = []  # [epoch, pending url, final url]
         assigner = settings.bucket_assigner
         self.bucket_pattern = assigner.strftime_pattern()
         self.zone = ZoneInfo(assigner.timezone_id) if assigner.timezone_id else None
@@ -98,18 +118,27 @@ class FileSinkWriter(Operator):
         self.bucket = ""
 
     def open(self) -> None:
-        """Discard in-progress files that an earlier, failed attempt of this subtask left."""
+        """Discard hidden files of this subtask that no committable refers to.
+
+        They are in-progress files of a failed attempt, or pending files of epochs after
+        the checkpoint this subtask was restored from: never to be published.
+        """
         settings = self.settings
-        stale = f".{settings.part_prefix}-{self.ctx.uid}-{self.ctx.index}-*.inprogress.*"
-        found = self.fs.glob(f"{self.root}/{stale}") + self.fs.glob(f"{self.root}/**/{stale}")
-        for path in set(found):
+        hidden = f".{settings.part_prefix}-{self.ctx.uid}-{self.ctx.index}-*.inprogress.*"
+        found = self.fs.glob(f"{self.root}/{hidden}") + self.fs.glob(f"{self.root}/**/{hidden}")
+        keep = {url_to_fs(entry[1])[1] for entry in self.pending}
+        for path in set(found) - keep:
             self.fs.rm(path)
 
-    def snapshot_state(self) -> dict[str, int]:
-        return {"next_part": self.next_part}
+    def snapshot_state(self) -> dict[str, Any]:
+        return {"next_part": self.next_part, "committables": [list(e) for e in self.pending]}
 
-    def restore_state(self, state: dict[str, int]) -> None:
+    def restore_state(self, state: dict[str, Any]) -> None:
         self.next_part = int(state["next_part"])
+        self.pending = [list(entry) for entry in state.get("committables", ())]
+
+    def notify_checkpoint_complete(self, epoch: int) -> None:
+        self.pending = [entry for entry in self.pending if entry[0] > epoch]
 
     def _current_bucket(self) -> str:
         if not self.bucket_pattern:
@@ -151,15 +180,17 @@ class FileSinkWriter(Operator):
     def _roll(self, bucket: str) -> None:
         part = self.open_files.pop(bucket)
         part.handle.close()
-        self.pending.append(part)
+        unstrip = self.fs.unstrip_protocol
+        self.pending.append([self.ctx.epoch, unstrip(part.path), unstrip(part.final)])
 
     def end_epoch(self) -> None:
-        """Roll every open part file and publish what this epoch wrote."""
+        """Roll every open part file (pre-commit); publish now unless exactly-once."""
         for bucket in list(self.open_files):
             self._roll(bucket)
-        for part in self.pending:
-            self.fs.mv(part.path, part.final)
-        self.pending.clear()
+        if not self.ctx.commit_on_checkpoint:
+            for entry in self.pending:
+                commit_part(entry)
+            self.pending.clear()
 
 
 def file_sink_writer(settings: FileSinkSettings):
@@ -169,4 +200,4 @@ def file_sink_writer(settings: FileSinkSettings):
     return create
 
 
-__all__ = ["BucketAssigner", "FileSinkSettings", "SinkError", "file_sink_writer"]
+__all__ = ["BucketAssigner", "FileSinkSettings", "SinkError", "commit_part", "file_sink_writer"]

@@ -173,3 +173,8 @@ class FileEnumerator(SplitEnumerator):
             "owner": dict(self.owner),
             "finished": sorted(self.finished),
         }
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self.owner = {path: int(subtask) for path, subtask in snapshot["owner"].items()}
+        self.positions = {path: int(pos) for path, pos in snapshot["positions"].items()}
+        self.finished = set(snapshot["finished"])

@@ -1,5 +1,10 @@
 """PyFlink's ``pyflink.datastream`` for lockgate."""
 
+from lockgate.datastream.checkpoint_config import (
+    CheckpointConfig,
+    CheckpointingMode,
+    ExternalizedCheckpointRetention,
+)
 from lockgate.datastream.data_stream import (
     CloseableIterator,
     DataStream,
@@ -25,9 +30,12 @@ from lockgate.datastream.stream_execution_environment import (
 
 __all__ = [
     "AggregateFunction",
+    "CheckpointConfig",
+    "CheckpointingMode",
     "CloseableIterator",
     "DataStream",
     "DataStreamSink",
+    "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "JobExecutionResult",

@@ -10,12 +10,15 @@ from pyspark.sql import SparkSession
 
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
+from lockgate.common.restart_strategy import RestartStrategyConfiguration
 from lockgate.connectors.base import Source
 from lockgate.connectors.collection import CollectionSource
+from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from lockgate.datastream.data_stream import CloseableIterator, DataStream
+from lockgate.datastream.state_backend import StateBackend
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.graph.transformations import Transformation
-from lockgate.runtime.job_master import EpochStats, JobMaster
+from lockgate.runtime.job_master import CheckpointStats, EpochStats, JobMaster
 from lockgate.runtime.spark_session import get_or_create_session
 
 
@@ -26,13 +29,23 @@ class RuntimeExecutionMode(Enum):
 
 
 class JobExecutionResult:
-    """What ``execute`` returns: the job id, its run time, and per-epoch figures."""
+    """What ``execute`` returns: job id, run time, per-epoch and per-checkpoint figures."""
 
-    def __init__(self, job_id: str, job_name: str, net_runtime_ms: int, epochs: list[EpochStats]):
+    def __init__(
+        self,
+        job_id: str,
+        job_name: str,
+        net_runtime_ms: int,
+        epochs: list[EpochStats],
+        checkpoints: list[CheckpointStats],
+        restarts: int,
+    ):
         self._job_id = job_id
         self.job_name = job_name
         self._net_runtime_ms = net_runtime_ms
         self.epochs = epochs
+        self.checkpoints = checkpoints
+        self.restarts = restarts
 
     def get_job_id(self) -> str:
         return self._job_id
@@ -108,6 +121,40 @@ class StreamExecutionEnvironment:
         self._config.set_string(options.RUNTIME_MODE.key, execution_mode.value)
         return self
 
+    def enable_checkpointing(
+        self, interval: int, mode: CheckpointingMode | None = None
+    ) -> StreamExecutionEnvironment:
+        """Checkpoint at the end of the first epoch after every ``interval`` ms."""
+        config = self.get_checkpoint_config()
+        config.set_checkpoint_interval(interval)
+        if mode is not None:
+            config.set_checkpointing_mode(mode)
+        return self
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        return CheckpointConfig(self._config)
+
+    def get_checkpoint_interval(self) -> int:
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        return self.get_checkpoint_config().get_checkpointing_mode()
+
+    def set_restart_strategy(
+        self, restart_strategy_configuration: RestartStrategyConfiguration
+    ) -> StreamExecutionEnvironment:
+        updated = Configuration(self._config)
+        for key, value in restart_strategy_configuration.settings.items():
+            updated.set_string(key, value)
+        options.validate(updated.to_dict())
+        self._config = updated
+        return self
+
+    def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
+        self._config.set_string(options.STATE_BACKEND.key, state_backend.backend_type)
+        options.validate(self._config.to_dict())
+        return self
+
     # Sources ------------------------------------------------------------------------------
 
     def _add(self, transformation: Transformation) -> Transformation:
@@ -159,7 +206,14 @@ class StreamExecutionEnvironment:
             pass
         summary = master.summary
         runtime_ms = int(((summary.finished or 0) - summary.started) * 1000)
-        return JobExecutionResult(summary.job_id, summary.job_name, runtime_ms, summary.epochs)
+        return JobExecutionResult(
+            summary.job_id,
+            summary.job_name,
+            runtime_ms,
+            summary.epochs,
+            summary.checkpoints,
+            summary.restarts,
+        )
 
     def _execute_collect(self, job_name: str | None) -> CloseableIterator:
         master = self._job_master(job_name)

@@ -8,6 +8,8 @@ once; the epoch's Spark job is the union of the tasks that end the graph.
 
 from __future__ import annotations
 
+import threading
+import uuid
 from pickle import loads
 from typing import Any
 
@@ -16,6 +18,10 @@ from pyspark.rdd import RDD
 
 from lockgate.runtime.epoch_task import EpochTask
 from lockgate.runtime.operators import COLLECT_TAG
+
+
+class EpochTimeout(RuntimeError):
+    """An epoch ran longer than the checkpoint timeout and was cancelled."""
 
 
 def _target_partition(partition: int) -> int:
@@ -43,8 +49,13 @@ class EpochJob:
         self.sc = sc
         self.job = job
 
-    def run(self, tasks: dict[int, EpochTask], description: str) -> list[Any]:
-        """Run one epoch; returns the records of collect sinks in subtask order."""
+    def run(
+        self, tasks: dict[int, EpochTask], description: str, timeout_s: float | None = None
+    ) -> list[Any]:
+        """Run one epoch; returns the records of collect sinks in subtask order.
+
+        An epoch still running after ``timeout_s`` is cancelled (``EpochTimeout``).
+        """
         sc = self.sc
         rdds: dict[int, RDD] = {}
         persisted: list[RDD] = []
@@ -66,9 +77,30 @@ class EpochJob:
                     results.append(rdd)
                 elif collects:
                     results.append(rdd.filter(_Only(None)))
-            sc.setJobDescription(description)
             final = results[0] if len(results) == 1 else sc.union(results)
-            return [loads(record) for _, batch in final.collect() for record in batch]
+            group = f"lockgate-{uuid.uuid4().hex}"
+            sc.setJobGroup(group, description, interruptOnCancel=True)
+            timer = None
+            timed_out = threading.Event()
+            if timeout_s is not None:
+
+                def cancel() -> None:
+                    timed_out.set()
+                    sc.cancelJobGroup(group)
+
+                timer = threading.Timer(timeout_s, cancel)
+                timer.daemon = True
+                timer.start()
+            try:
+                batches = final.collect()
+            except Exception:
+                if timed_out.is_set():
+                    raise EpochTimeout(description) from None
+                raise
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            return [loads(record) for _, batch in batches for record in batch]
         finally:
             for rdd in persisted:
                 rdd.unpersist(blocking=False)

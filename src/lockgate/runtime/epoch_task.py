@@ -18,6 +18,7 @@ from typing import Any
 from pyspark import TaskContext, cloudpickle
 
 from lockgate.checkpoint.storage import Storage
+from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.subtask import Subtask
 
 _SOURCE_CHUNK = 4096
@@ -27,18 +28,18 @@ _JOBS_KEPT = 2
 _live: OrderedDict[str, dict[tuple[int, int], Subtask]] = OrderedDict()
 
 
-def ack_path(epoch: int, vertex_id: int, index: int) -> str:
-    return f"epochs/{epoch}/acks/{vertex_id}-{index}.json"
+def ack_path(ack_dir: str, vertex_id: int, index: int) -> str:
+    return f"{ack_dir}/{vertex_id}-{index}.json"
 
 
-def _live_subtasks(job_id: str) -> dict[tuple[int, int], Subtask]:
-    live = _live.get(job_id)
+def _live_subtasks(run_id: str) -> dict[tuple[int, int], Subtask]:
+    live = _live.get(run_id)
     if live is None:
-        live = _live[job_id] = {}
+        live = _live[run_id] = {}
         while len(_live) > _JOBS_KEPT:
             _live.popitem(last=False)
     else:
-        _live.move_to_end(job_id)
+        _live.move_to_end(run_id)
     return live
 
 
@@ -52,20 +53,26 @@ def _drain(outbox: list[Any]) -> list[Any]:
 class EpochTask:
     """The function Spark maps over the partitions of one task's stage in one epoch."""
 
-    job_id: str
+    run_id: str  # job id and restart generation: worker-held subtasks belong to one run
     epoch: int
     end_of_input: bool
     vertex_id: int
     graph: Any  # a Spark broadcast of the cloudpickled job graph
-    storage: Storage
+    work: Storage  # acknowledgements go here
+    state: Storage  # keyed-state files go here
+    file_name: str  # of this epoch's state files; unique per run and try
+    ack_dir: str
+    committed_epoch: int  # sinks may forget what checkpoints up to this epoch committed
+    commit_on_checkpoint: bool  # exactly-once sinks wait for checkpoints to publish
     assignments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     restore: dict[int, dict[str, Any]] = field(default_factory=dict)
+    inject_failure: bool = False  # fail after the snapshot, before the ack (tests)
 
     def __call__(self, index: int, items: Iterator[Any]) -> Iterator[Any]:
         started = time.perf_counter()
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
-        live = _live_subtasks(self.job_id)
+        live = _live_subtasks(self.run_id)
         subtask = live.pop((self.vertex_id, index), None)
         reused = subtask is not None and subtask.epoch == self.epoch - 1
         if not reused:
@@ -73,9 +80,10 @@ class EpochTask:
             # per-instance fields (state handles from open()), as in Flink.
             job = cloudpickle.loads(self.graph.value)
             subtask = Subtask(job, job.vertex(self.vertex_id), index, attempt)
-            subtask.restore(self.storage, self.restore.get(index, {}))
+            subtask.restore(self.restore.get(index, {}))
             subtask.open()
-        subtask.begin_epoch(self.epoch)
+        subtask.notify_checkpoint_complete(self.committed_epoch)
+        subtask.begin_epoch(self.epoch, self.commit_on_checkpoint)
         outbox = subtask.outbox
         outbox.clear()
         progress: dict[str, Any] = {}
@@ -103,8 +111,13 @@ class EpochTask:
                     yield from _drain(outbox)
         subtask.end_epoch(self.end_of_input)
         yield from _drain(outbox)
-        state = subtask.snapshot_state(self.storage, self.epoch)
+        state = subtask.snapshot_state(self.state, self.file_name)
         operator_states = subtask.snapshot_operator_states()
+        if self.inject_failure:
+            raise InjectedFailure(
+                f"injected failure after the snapshot of epoch {self.epoch}, before its ack "
+                f"(subtask {index} of task {self.vertex_id})"
+            )
         ack = {
             "vertex": self.vertex_id,
             "subtask": index,
@@ -117,7 +130,7 @@ class EpochTask:
             "restored": not reused,
             "duration_ms": (time.perf_counter() - started) * 1000,
         }
-        self.storage.write_json(ack_path(self.epoch, self.vertex_id, index), ack)
+        self.work.write_json(ack_path(self.ack_dir, self.vertex_id, index), ack)
         if self.end_of_input:
             subtask.close()
         else:

@@ -26,3 +26,7 @@ class UserFunctionError(RuntimeError):
     The message is one line so that the driver can lift it out of Spark's wrapped
     traceback (see ``runtime.spark_errors``).
     """
+
+
+class InjectedFailure(RuntimeError):
+    """A failure injected at a named point by lockgate's own fault-tolerance tests."""

@@ -1,12 +1,15 @@
-"""The JobMaster on the Spark driver: plans epochs, runs them, and keeps their results.
+"""The JobMaster on the Spark driver: runs epochs, checkpoints them, and recovers.
 
-It never touches records. Per epoch it asks the source enumerators for the input of every
-split, runs one Spark job, reads every subtask's acknowledgement, moves source positions
-and state manifests forward, and deletes state files no version still needs.
+It never touches records. Per epoch it asks the source enumerators for every split's
+input, runs one Spark job, reads every subtask's acknowledgement and moves the job's
+state forward. When a checkpoint is due, the epoch's end becomes one: metadata, then sink
+commits, then retention. A failure goes to the restart strategy, which restores the
+latest completed checkpoint (or the start of the job) and carries on.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import time
@@ -18,13 +21,34 @@ from typing import Any
 from pyspark import cloudpickle
 from pyspark.sql import SparkSession
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.checkpoint.coordinator import (
+    CheckpointCoordinator,
+    CheckpointSettings,
+    CheckpointStats,
+    CompletedCheckpoint,
+    load_checkpoint,
+)
+
+__all__ = ["CheckpointStats", "EpochResult", "EpochStats", "JobMaster", "JobSummary"]
+from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.storage import Storage, remove_url
 from lockgate.common import config_options as options
-from lockgate.runtime.epoch_job import EpochJob
+from lockgate.runtime.epoch_job import EpochJob, EpochTimeout
 from lockgate.runtime.epoch_task import EpochTask, ack_path
-from lockgate.runtime.errors import JobExecutionError
+from lockgate.runtime.errors import InjectedFailure, JobExecutionError
+from lockgate.runtime.job_state import JobState
 from lockgate.runtime.progress import EpochProgress
+from lockgate.runtime.restart import now_ms, restart_strategy
 from lockgate.runtime.spark_errors import job_failure
+
+log = logging.getLogger("lockgate")
+
+INJECTION_POINTS = (
+    "after-snapshot-before-ack",
+    "after-metadata-before-commit",
+    "mid-commit",
+    "during-restore",
+)
 
 
 @dataclass
@@ -35,6 +59,7 @@ class EpochStats:
     state_bytes: int
     state_entries: int
     restored_subtasks: int
+    checkpoint_id: int | None = None
 
 
 @dataclass
@@ -48,182 +73,361 @@ class JobSummary:
     job_id: str
     job_name: str
     epochs: list[EpochStats] = field(default_factory=list)
+    checkpoints: list[CheckpointStats] = field(default_factory=list)
+    restarts: int = 0
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
+
+
+def _work_dir(config: dict[str, str], master: str) -> str:
+    work_dir = options.WORK_DIR.read(config)
+    if work_dir:
+        return work_dir
+    if not master.startswith("local"):
+        raise options.ConfigurationError(
+            f"configuration key '{options.WORK_DIR.key}' must be set when Spark runs on a "
+            f"cluster (master {master}): allowed values are {options.WORK_DIR.allowed}"
+        )
+    return f"{tempfile.gettempdir()}/lockgate"
+
+
+def _checkpoint_settings(config: dict[str, str]) -> CheckpointSettings:
+    return CheckpointSettings(
+        interval_ms=options.CHECKPOINT_INTERVAL.read(config),
+        min_pause_ms=options.MIN_PAUSE.read(config),
+        timeout_ms=options.CHECKPOINT_TIMEOUT.read(config),
+        tolerable_failures=options.TOLERABLE_FAILURES.read(config),
+        num_retained=options.NUM_RETAINED.read(config),
+        retention=options.EXTERNALIZED_RETENTION.read(config),
+        exactly_once=options.CHECKPOINTING_MODE.read(config) == "EXACTLY_ONCE",
+    )
+
+
+def _injection(config: dict[str, str]) -> tuple[str, int] | None:
+    spec = options.INJECT_FAILURE.read(config)
+    if not spec:
+        return None
+    point, _, number = spec.partition("@")
+    if point not in INJECTION_POINTS or not number.isdigit():
+        raise options.ConfigurationError(
+            f"invalid value {spec!r} for configuration key '{options.INJECT_FAILURE.key}': "
+            f"allowed values are {options.INJECT_FAILURE.allowed}"
+        )
+    return point, int(number)
 
 
 class JobMaster:
     def __init__(self, session: SparkSession, job: Any, config: dict[str, str], job_name: str):
         self.sc = session.sparkContext
         self.job = job
-        self.config = config
         self.summary = JobSummary(uuid.uuid4().hex, job_name)
-        work_dir = options.WORK_DIR.read(config)
-        if not work_dir:
-            if not self.sc.master.startswith("local"):
-                raise options.ConfigurationError(
-                    f"configuration key '{options.WORK_DIR.key}' must be set when Spark runs "
-                    f"on a cluster (master {self.sc.master}): allowed values are "
-                    f"{options.WORK_DIR.allowed}"
-                )
-            work_dir = f"{tempfile.gettempdir()}/lockgate"
-        self.storage = Storage(work_dir).child(self.summary.job_id)
+        self.work = Storage(_work_dir(config, self.sc.master)).child(self.job_id)
         self.max_records = options.EPOCH_MAX_RECORDS_PER_SPLIT.read(config)
         self.idle_poll_s = options.CONTINUOUS_IDLE_POLL.read(config) / 1000
         self.progress = EpochProgress(job_name) if options.PROGRESS.read(config) else None
+        settings = _checkpoint_settings(config)
+        directory = options.CHECKPOINT_DIR.read(config)
+        kind = options.CHECKPOINT_STORAGE.read(config) or ("FILESYSTEM" if directory else "")
+        if settings.enabled and kind == "FILESYSTEM" and not directory:
+            raise options.ConfigurationError(
+                f"checkpoint storage 'filesystem' needs '{options.CHECKPOINT_DIR.key}': "
+                f"allowed values are {options.CHECKPOINT_DIR.allowed}"
+            )
+        job_root = (
+            Storage(directory).child(self.job_id)
+            if settings.enabled and kind == "FILESYSTEM"
+            else None
+        )
+        self.state_files = job_root.child("shared") if job_root else self.work.child("state")
+        self.coordinator = CheckpointCoordinator(settings, self.job_id, job_root)
+        self.restart = restart_strategy(config, settings.enabled)
+        self.recovery_path = options.STATE_RECOVERY_PATH.read(config)
+        self.ignore_unclaimed = options.IGNORE_UNCLAIMED_STATE.read(config)
+        self.injection = _injection(config)
+        self.state = JobState(job)
+        self.generation = 0  # bumped by every restore: worker-held subtasks become stale
+        self.tries = 0
+        self.recovered_from: CompletedCheckpoint | None = None
+        self.rewrite_all = False  # the next epoch copies all restored state into this job
+        self.written_files: set[str] = set()
+        self.written_since_checkpoint = 0
+        self.held_results: list[Any] = []  # exactly-once collect: released by checkpoints
         self._cancelled = threading.Event()
-        self.enumerators = {
-            v.id: v.head.operator.create_enumerator(v.parallelism) for v in job.sources
-        }
-        # Latest state version of every keyed subtask: key group -> handle of its blob.
-        self.manifests = {
-            v.id: {i: {"kinds": {}, "groups": {}} for i in range(v.parallelism)}
-            for v, _ in job.stateful_nodes
-        }
-        # Latest operator state of every subtask (sink part counters, ...), by operator uid.
-        self.operator_states: dict[int, dict[int, dict[str, Any]]] = {
-            v.id: {} for v in job.vertices
-        }
+        if job_root is not None:
+            job_root.write_bytes("taskowned/.keep", b"")
 
     @property
     def job_id(self) -> str:
         return self.summary.job_id
 
+    @property
+    def checkpointing(self) -> CheckpointSettings:
+        return self.coordinator.settings
+
     def cancel(self) -> None:
         """Stop after the running epoch; safe to call from any thread."""
         self._cancelled.set()
+
+    # The loop ------------------------------------------------------------------------------
 
     def run(self) -> Iterator[EpochResult]:
         """Run epochs until bounded sources are exhausted or the job is cancelled."""
         graph = self.sc.broadcast(cloudpickle.dumps(self.job))
         spark_job = EpochJob(self.sc, self.job)
-        epoch = 0
+        status = "FAILED"
         try:
+            if self.recovery_path:
+                self._recover(self._resume_from_path)
             while not self._cancelled.is_set():
-                plans = {vid: e.plan(self.max_records) for vid, e in self.enumerators.items()}
-                has_input = any(plans.values())
-                finished = all(e.is_finished() for e in self.enumerators.values())
-                if not has_input and not finished:
-                    self._cancelled.wait(self.idle_poll_s)  # continuous sources, nothing new
+                try:
+                    result = self._next_epoch(spark_job, graph)
+                except (
+                    JobExecutionError,
+                    CheckpointFormatError,
+                    OSError,
+                    InjectedFailure,
+                ) as failure:
+                    self._recover(self._restore_latest, failure)
                     continue
-                end_of_input = all(
-                    e.is_finished() or e.will_finish() for e in self.enumerators.values()
-                )
-                epoch += 1
-                result = self._run_epoch(spark_job, graph, epoch, plans, end_of_input)
+                if result is None:
+                    continue
                 yield result
-                if end_of_input:
-                    break
+                if self._finished:
+                    status = "FINISHED"
+                    return
+            status = "CANCELED"
+        except GeneratorExit:
+            status = "CANCELED"
+            raise
         finally:
             self.summary.finished = time.monotonic()
+            self.summary.checkpoints = list(self.coordinator.history)
             graph.destroy()
-            self.storage.remove("")
+            self.coordinator.shutdown(status)
+            self.work.remove("")
+            if status != "FINISHED" or self.coordinator.job_root is None:
+                self._drop_unreferenced(keep_retained=status != "FINISHED")
 
-    def _run_epoch(
-        self, spark_job: EpochJob, graph: Any, epoch: int, plans: dict, end_of_input: bool
-    ) -> EpochResult:
+    def _recover(self, restore, failure: BaseException | None = None) -> None:
+        """Ask the restart strategy, then restore; a failed restore is a failure too."""
+        while True:
+            if failure is not None:
+                delay = self.restart.next_delay_ms(now_ms())
+                if delay is None:
+                    message = str(failure)
+                    if self.restart.name != "none":
+                        message += f" (restart strategy {self.restart.name}: no restarts left)"
+                    raise JobExecutionError(message) from failure
+                self.summary.restarts += 1
+                log.warning(
+                    "job %s failed (%s); restarting in %.0f ms", self.job_id, failure, delay
+                )
+                if self._cancelled.wait(delay / 1000):
+                    return
+            try:
+                restore()
+                return
+            except (JobExecutionError, CheckpointFormatError, OSError, InjectedFailure) as exc:
+                failure = exc
+
+    def _inject(self, point: str, number: int) -> None:
+        if self.injection == (point, number):
+            self.injection = None  # once
+            raise InjectedFailure(f"injected failure at {point} ({number})")
+
+    # One epoch -----------------------------------------------------------------------------
+
+    _finished = False
+
+    def _next_epoch(self, spark_job: EpochJob, graph: Any) -> EpochResult | None:
+        state = self.state
+        plans = {vid: e.plan(self.max_records) for vid, e in state.enumerators.items()}
+        has_input = any(plans.values())
+        finished = all(e.is_finished() for e in state.enumerators.values())
+        if not has_input and not finished:
+            self._cancelled.wait(self.idle_poll_s)  # continuous sources with nothing new yet
+            return None
+        end_of_input = all(e.is_finished() or e.will_finish() for e in state.enumerators.values())
+        epoch = state.epoch + 1
+        checkpoint_due = self.coordinator.due(end_of_input)
+        if checkpoint_due:
+            self.coordinator.triggered()
         started = time.perf_counter()
-        self.storage.write_json(
-            f"epochs/{epoch}/plan.json",
-            {
-                "epoch": epoch,
-                "end_of_input": end_of_input,
-                "sources": {
-                    str(vid): {
-                        str(sub): [{k: v for k, v in a.items() if k != "records"} for a in lst]
-                        for sub, lst in plan.items()
-                    }
-                    for vid, plan in plans.items()
-                },
-            },
-        )
+        self.tries += 1
+        tag = f"g{self.generation}t{self.tries}"
+        ack_dir = f"epochs/{epoch}-{tag}"
+        self.work.write_json(f"{ack_dir}/plan.json", _plan_document(epoch, end_of_input, plans))
+        inject_ack = self.injection == ("after-snapshot-before-ack", epoch)
         tasks = {
             vertex.id: EpochTask(
-                self.job_id,
-                epoch,
-                end_of_input,
-                vertex.id,
-                graph,
-                self.storage,
+                run_id=f"{self.job_id}#{self.generation}",
+                epoch=epoch,
+                end_of_input=end_of_input,
+                vertex_id=vertex.id,
+                graph=graph,
+                work=self.work,
+                state=self.state_files,
+                file_name=f"e{epoch}-{tag}.lgks",
+                ack_dir=ack_dir,
+                committed_epoch=state.committed_epoch,
+                commit_on_checkpoint=self.checkpointing.enabled and self.checkpointing.exactly_once,
                 assignments=plans.get(vertex.id, {}),
-                restore={
-                    index: {
-                        "keyed": self.manifests.get(vertex.id, {}).get(index),
-                        "operators": self.operator_states[vertex.id].get(index, {}),
-                    }
-                    for index in range(vertex.parallelism)
-                },
+                restore=state.restore_for(vertex, self.rewrite_all),
+                inject_failure=inject_ack,
             )
             for vertex in self.job.vertices
         }
-        description = f"lockgate {self.summary.job_name} epoch {epoch}"
+        if inject_ack:
+            self.injection = None
+        timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
-            collected = spark_job.run(tasks, description)
+            collected = spark_job.run(
+                tasks, f"lockgate {self.summary.job_name} epoch {epoch}", timeout
+            )
+        except EpochTimeout:
+            self.max_records = max(1, self.max_records // 2)  # a smaller epoch next time
+            reason = f"epoch {epoch} exceeded the checkpoint timeout of {timeout:.0f} s"
+            if self.coordinator.failed(epoch, reason, started):
+                raise JobExecutionError(
+                    f"{reason}; more than {self.checkpointing.tolerable_failures} checkpoint "
+                    "failures in a row"
+                ) from None
+            log.warning(
+                "%s; running it again with at most %d records per split", reason, self.max_records
+            )
+            return None
         except JobExecutionError:
             raise
         except Exception as exc:
             raise job_failure(exc, epoch) from exc
-        stats = self._complete_epoch(epoch, time.perf_counter() - started)
+        acks = self._read_acks(epoch, ack_dir)
+        state.apply_acks(epoch, acks)
+        self.rewrite_all = False
+        self.work.remove(ack_dir)
+        written = sum(ack["state"]["bytes_written"] for ack in acks if ack["state"])
+        self.written_since_checkpoint += written
+        for ack in acks:
+            if ack["state"]:
+                self.written_files.update(h[0] for h in ack["state"]["groups"].values())
+        held = self.checkpointing.enabled and self.checkpointing.exactly_once
+        self.held_results.extend(collected)
+        checkpoint_id = None
+        if checkpoint_due:
+            checkpoint_id = self._checkpoint(epoch, started)
+        self._drop_unreferenced(keep_retained=True)
+        released: list[Any] = []
+        if not held or checkpoint_id is not None:
+            released, self.held_results = self.held_results, []
+        stats = EpochStats(
+            epoch,
+            sum(a["records_in"] for a in acks if a["vertex"] in state.enumerators),
+            (time.perf_counter() - started) * 1000,
+            state.state_bytes(),
+            sum(a["state"]["entries"] for a in acks if a["state"]),
+            sum(bool(a["restored"]) for a in acks),
+            checkpoint_id,
+        )
         self.summary.epochs.append(stats)
         if self.progress is not None:
             self.progress.report(stats)
-        return EpochResult(stats, collected)
+        self._finished = end_of_input
+        return EpochResult(stats, released)
 
-    def _complete_epoch(self, epoch: int, seconds: float) -> EpochStats:
+    def _read_acks(self, epoch: int, ack_dir: str) -> list[dict[str, Any]]:
         acks = []
         for vertex in self.job.vertices:
             for index in range(vertex.parallelism):
-                path = ack_path(epoch, vertex.id, index)
-                if not self.storage.exists(path):
+                path = ack_path(ack_dir, vertex.id, index)
+                if not self.work.exists(path):
                     raise JobExecutionError(
                         f"epoch {epoch}: subtask {index} of '{vertex.name}' (uid "
                         f"'{vertex.head.uid}') finished without acknowledging "
-                        f"({self.storage.path(path)} is missing)"
+                        f"({self.work.path(path)} is missing)"
                     )
-                acks.append(self.storage.read_json(path))
-        records = 0
-        restored = 0
-        progress_by_source: dict[int, dict[str, Any]] = {}
-        for ack in acks:
-            restored += bool(ack["restored"])
-            self.operator_states[ack["vertex"]][ack["subtask"]] = ack["operators"]
-            if ack["vertex"] in self.enumerators:
-                records += ack["records_in"]
-                progress_by_source.setdefault(ack["vertex"], {}).update(ack["source_progress"])
-        for vertex_id, progress in progress_by_source.items():
-            self.enumerators[vertex_id].acknowledge(progress)
-        entries = self._advance_state(acks)
-        self.storage.remove(f"epochs/{epoch - 1}")
-        return EpochStats(epoch, records, seconds * 1000, self._state_bytes(), entries, restored)
+                acks.append(self.work.read_json(path))
+        return acks
 
-    def _advance_state(self, acks: list[dict[str, Any]]) -> int:
-        """Fold the acks' changed key groups into the manifests; drop unreferenced files."""
-        before = self._referenced_files()
-        entries = 0
-        for ack in acks:
-            state = ack["state"]
-            if state is None:
-                continue
-            manifest = self.manifests[ack["vertex"]][ack["subtask"]]
-            manifest["kinds"].update(state["kinds"])
-            manifest["groups"].update(state["groups"])
-            entries += state["entries"]
-        for stale in before - self._referenced_files():
-            self.storage.remove(stale)
-        return entries
+    # Checkpoints ---------------------------------------------------------------------------
 
-    def _referenced_files(self) -> set[str]:
-        return {
-            handle[0]
-            for subtasks in self.manifests.values()
-            for manifest in subtasks.values()
-            for handle in manifest["groups"].values()
-        }
+    def _checkpoint(self, epoch: int, started: float) -> int | None:
+        """Complete a checkpoint at the end of ``epoch``: metadata, commits, retention."""
+        body = self.state.checkpoint_body()
+        try:
+            checkpoint = self.coordinator.complete(
+                epoch, body, started, self.written_since_checkpoint
+            )
+        except OSError as exc:
+            reason = f"checkpoint of epoch {epoch} failed: {exc}"
+            if self.coordinator.failed(epoch, reason, started):
+                raise JobExecutionError(reason) from exc
+            log.warning("%s", reason)
+            return None
+        self.written_since_checkpoint = 0
+        self._inject("after-metadata-before-commit", checkpoint.id)
+        self._commit(checkpoint)
+        self.state.committed_epoch = epoch
+        self.coordinator.subsume()
+        return checkpoint.id
 
-    def _state_bytes(self) -> int:
-        return sum(
-            handle[2]
-            for subtasks in self.manifests.values()
-            for manifest in subtasks.values()
-            for handle in manifest["groups"].values()
-        )
+    def _commit(self, checkpoint: CompletedCheckpoint) -> None:
+        for number, (committer, committable) in enumerate(self.state.committables(checkpoint.body)):
+            if number == 1:
+                self._inject("mid-commit", checkpoint.id)
+            committer(committable)
+
+    def _drop_unreferenced(self, keep_retained: bool) -> None:
+        """Delete state files this job wrote that nothing needs any more."""
+        needed = self.state.referenced_files()
+        if keep_retained:
+            needed |= self.coordinator.referenced_files()
+        for url in self.written_files - needed:
+            remove_url(url)
+        self.written_files &= needed
+
+    # Restores ------------------------------------------------------------------------------
+
+    def _restore(self, checkpoint: CompletedCheckpoint | None, foreign: bool) -> None:
+        self.generation += 1
+        self.held_results = []
+        self._inject("during-restore", 1 if foreign else self.generation)
+        if checkpoint is None:
+            self.state.reset()
+            return
+        self.state.restore(checkpoint.body, checkpoint.path or "in memory", self.ignore_unclaimed)
+        for committer, committable in self.state.committables(checkpoint.body):
+            committer(committable)  # idempotent: some may have been committed before
+        self.rewrite_all = foreign
+
+    def _resume_from_path(self) -> None:
+        checkpoint, skipped = load_checkpoint(self.recovery_path)
+        for reason in skipped:
+            log.warning("skipping checkpoint: %s", reason)
+        log.warning("job %s resumes from %s", self.job_id, checkpoint.path)
+        self.recovered_from = checkpoint
+        self._restore(checkpoint, foreign=True)
+
+    def _restore_latest(self) -> None:
+        latest = self.coordinator.latest
+        if latest is not None and latest.path is not None:
+            latest, skipped = load_checkpoint(latest.path)
+            for reason in skipped:
+                log.warning("skipping checkpoint: %s", reason)
+        if latest is None and self.recovered_from is not None:
+            self._restore(self.recovered_from, foreign=True)
+            return
+        self._restore(latest, foreign=False)
+
+
+def _plan_document(epoch: int, end_of_input: bool, plans: dict[int, Any]) -> dict[str, Any]:
+    """The epoch's input as JSON: split positions and counts, never the records."""
+    return {
+        "epoch": epoch,
+        "end_of_input": end_of_input,
+        "sources": {
+            str(vid): {
+                str(sub): [{k: v for k, v in a.items() if k != "records"} for a in lst]
+                for sub, lst in plan.items()
+            }
+            for vid, plan in plans.items()
+        },
+    }

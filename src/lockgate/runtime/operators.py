@@ -30,6 +30,8 @@ class OperatorContext:
     keyed_backend: Any
     outbox: list[Any]
     epoch: int = 0
+    #: sinks publish only when a checkpoint completes (exactly-once), not per epoch
+    commit_on_checkpoint: bool = False
 
 
 NO_RECORD = object()
@@ -72,6 +74,9 @@ class Operator:
 
     def restore_state(self, state: Any) -> None:
         """Take back what ``snapshot_state`` returned in the previous epoch."""
+
+    def notify_checkpoint_complete(self, epoch: int) -> None:
+        """Checkpoints up to the one taken at the end of ``epoch`` are complete."""
 
     def failure(
         self, exc: BaseException, record: Any = NO_RECORD, what: str = ""
@@ -318,6 +323,8 @@ class OperatorSpec:
     function: Any = None
     options: dict[str, Any] | None = None
     validator: Callable[[], None] | None = None
+    #: commits one of the operator's committables on the driver (two-phase-commit sinks)
+    committer: Callable[[Any], None] | None = None
 
     def validate(self) -> None:
         """Checks on the driver before the job starts (e.g. that a sink can write)."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pickle import loads
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.checkpoint.storage import Storage, read_url
 from lockgate.runtime.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
 from lockgate.runtime.context import SubtaskRuntimeContext
 from lockgate.runtime.operators import Operator, OperatorContext, _drop
@@ -153,10 +153,11 @@ class Subtask:
         for operator in reversed(self.operators):
             operator.open()
 
-    def begin_epoch(self, epoch: int) -> None:
+    def begin_epoch(self, epoch: int, commit_on_checkpoint: bool) -> None:
         self.epoch = epoch
         for ctx in self.contexts:
             ctx.epoch = epoch
+            ctx.commit_on_checkpoint = commit_on_checkpoint
 
     def end_epoch(self, end_of_input: bool) -> None:
         if end_of_input:
@@ -173,7 +174,7 @@ class Subtask:
 
     # Keyed state ---------------------------------------------------------------------------
 
-    def restore(self, storage: Storage, saved: dict[str, Any]) -> None:
+    def restore(self, saved: dict[str, Any]) -> None:
         """Take the state of the previous epoch: operator states and keyed state."""
         operator_states = saved.get("operators", {})
         for operator in self.operators:
@@ -187,12 +188,17 @@ class Subtask:
             handle = snapshot.GroupHandle.from_json(raw)
             by_file.setdefault(handle.file, []).append((int(key_group), handle))
         kinds = manifest["kinds"]
-        for file, handles in by_file.items():
-            data = storage.read_bytes(file)
+        for url, handles in by_file.items():
+            data = read_url(url)
             for key_group, handle in handles:
-                contents = snapshot.decode_group(data, handle, key_group, storage.path(file))
+                contents = snapshot.decode_group(data, handle, key_group, url)
                 self.backend.install_group(key_group, contents, kinds)
-        self.backend.dirty.clear()
+        if saved.get("rewrite_all"):
+            # Restored from another job's checkpoint: its files are not ours to reference, so
+            # the first snapshot of this job copies every key group (Flink's NO_CLAIM mode).
+            self.backend.dirty.update(int(kg) for kg in manifest["groups"])
+        else:
+            self.backend.dirty.clear()
 
     def snapshot_operator_states(self) -> dict[str, Any]:
         states = {}
@@ -202,7 +208,7 @@ class Subtask:
                 states[operator.ctx.uid] = state
         return states
 
-    def snapshot_state(self, storage: Storage, epoch: int) -> dict[str, Any] | None:
+    def snapshot_state(self, storage: Storage, file_name: str) -> dict[str, Any] | None:
         """Write the key groups changed in this epoch; return their handles for the ack."""
         backend = self.backend
         if backend is None:
@@ -219,10 +225,15 @@ class Subtask:
             data, index = snapshot.encode(
                 backend.kinds, {kg: backend.group_contents(kg) for kg in changed}
             )
-            file = f"state/{self.vertex.head.uid}/{self.index}/e{epoch}.lgks"
-            storage.write_bytes(file, data)
+            relative = f"{self.vertex.head.uid}/{self.index}/{file_name}"
+            storage.write_bytes(relative, data)
+            url = storage.url_of(relative)
             report["groups"] = {
-                str(kg): snapshot.GroupHandle(file, *index[kg]).to_json() for kg in changed
+                str(kg): snapshot.GroupHandle(url, *index[kg]).to_json() for kg in changed
             }
             report["bytes_written"] = len(data)
         return report
+
+    def notify_checkpoint_complete(self, epoch: int) -> None:
+        for operator in self.operators:
+            operator.notify_checkpoint_complete(epoch)

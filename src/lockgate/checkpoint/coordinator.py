@@ -1,0 +1,248 @@
+"""The CheckpointCoordinator: turns completed epochs into checkpoints and keeps them.
+
+An epoch's end is a consistent cut (every subtask snapshots after its whole input), so a
+checkpoint is the decision to keep one epoch's state versions: once every subtask has
+acknowledged, ``_metadata`` is written (last, atomically), then sinks commit, then
+checkpoints beyond the retained count are dropped together with the state files that no
+retained checkpoint and no live state version still uses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.checkpoint import metadata
+from lockgate.checkpoint.storage import Storage, read_url, remove_url
+
+
+@dataclass
+class CheckpointStats:
+    """What a user sees per checkpoint (as Flink's checkpoint history)."""
+
+    id: int
+    epoch: int
+    trigger_timestamp: float  # wall clock, seconds since the epoch
+    duration_ms: float
+    size_bytes: int  # all state the checkpoint refers to
+    written_bytes: int  # state written since the previous checkpoint
+    state_size_per_operator: dict[str, int]
+    status: str  # COMPLETED or FAILED
+    path: str | None = None
+    failure: str | None = None
+
+
+@dataclass
+class CompletedCheckpoint:
+    id: int
+    epoch: int
+    body: dict[str, Any]  # the _metadata body, with state file URLs made absolute
+    path: str | None  # chk-<n> directory URL (None: held in driver memory)
+
+    def files(self) -> set[str]:
+        return set(_handle_files(self.body))
+
+
+def _handle_files(body: dict[str, Any]) -> Iterable[str]:
+    for operator in body["operators"].values():
+        for subtask in operator["subtasks"]:
+            keyed = subtask.get("keyed") or {}
+            for handle in keyed.get("groups", {}).values():
+                yield handle[0]
+
+
+def _map_files(body: dict[str, Any], mapping: Callable[[str], str]) -> dict[str, Any]:
+    """A copy of a metadata body with every state file path passed through ``mapping``."""
+    operators = {}
+    for uid, operator in body["operators"].items():
+        subtasks = []
+        for subtask in operator["subtasks"]:
+            keyed = subtask.get("keyed")
+            if keyed:
+                keyed = {
+                    **keyed,
+                    "groups": {kg: [mapping(h[0]), *h[1:]] for kg, h in keyed["groups"].items()},
+                }
+            subtasks.append({**subtask, "keyed": keyed})
+        operators[uid] = {**operator, "subtasks": subtasks}
+    return {**body, "operators": operators}
+
+
+@dataclass
+class CheckpointSettings:
+    interval_ms: int | None
+    min_pause_ms: int
+    timeout_ms: int
+    tolerable_failures: int
+    num_retained: int
+    retention: str  # NO_EXTERNALIZED_CHECKPOINTS / RETAIN_ON_CANCELLATION / ...
+    exactly_once: bool
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval_ms is not None
+
+
+@dataclass
+class CheckpointCoordinator:
+    settings: CheckpointSettings
+    job_id: str
+    job_root: Storage | None  # <checkpoint-dir>/<job-id>; None: checkpoints in driver memory
+    retained: list[CompletedCheckpoint] = field(default_factory=list)
+    history: list[CheckpointStats] = field(default_factory=list)
+    next_id: int = 1
+    consecutive_failures: int = 0
+    last_trigger: float = field(default_factory=time.monotonic)
+    last_completion: float = 0.0
+
+    def due(self, end_of_input: bool) -> bool:
+        """Whether the epoch about to run ends with a checkpoint."""
+        if not self.settings.enabled:
+            return False
+        if end_of_input:
+            return True  # a finished bounded job's final checkpoint commits all output
+        now = time.monotonic()
+        return (
+            now - self.last_trigger >= self.settings.interval_ms / 1000
+            and now - self.last_completion >= self.settings.min_pause_ms / 1000
+        )
+
+    def triggered(self) -> None:
+        self.last_trigger = time.monotonic()
+
+    @property
+    def latest(self) -> CompletedCheckpoint | None:
+        return self.retained[-1] if self.retained else None
+
+    def complete(
+        self, epoch: int, body: dict[str, Any], started: float, written_bytes: int
+    ) -> CompletedCheckpoint:
+        """Write ``_metadata`` for a fully acknowledged epoch and keep the checkpoint."""
+        checkpoint_id = self.next_id
+        self.next_id += 1
+        body = {**body, "job_id": self.job_id, "checkpoint_id": checkpoint_id, "epoch": epoch}
+        path = None
+        if self.job_root is not None:
+            chk = self.job_root.child(f"chk-{checkpoint_id}")
+            prefix = self.job_root.url_of("") + "/"
+            relative = _map_files(
+                body, lambda url: url[len(prefix) :] if url.startswith(prefix) else url
+            )
+            chk.write_bytes("_metadata", metadata.encode(relative))
+            path = chk.url_of("")
+        checkpoint = CompletedCheckpoint(checkpoint_id, epoch, body, path)
+        self.retained.append(checkpoint)
+        self.consecutive_failures = 0
+        self.last_completion = time.monotonic()
+        sizes = {
+            uid: sum(
+                h[2]
+                for subtask in operator["subtasks"]
+                for h in (subtask.get("keyed") or {}).get("groups", {}).values()
+            )
+            for uid, operator in body["operators"].items()
+        }
+        self.history.append(
+            CheckpointStats(
+                checkpoint_id,
+                epoch,
+                time.time() - (time.perf_counter() - started),
+                (time.perf_counter() - started) * 1000,
+                sum(sizes.values()),
+                written_bytes,
+                sizes,
+                "COMPLETED",
+                path,
+            )
+        )
+        return checkpoint
+
+    def failed(self, epoch: int, reason: str, started: float) -> bool:
+        """Record a failed checkpoint; True when more failures than tolerated have happened."""
+        checkpoint_id = self.next_id
+        self.next_id += 1
+        self.consecutive_failures += 1
+        self.history.append(
+            CheckpointStats(
+                checkpoint_id,
+                epoch,
+                time.time(),
+                (time.perf_counter() - started) * 1000,
+                0,
+                0,
+                {},
+                "FAILED",
+                failure=reason,
+            )
+        )
+        return self.consecutive_failures > self.settings.tolerable_failures
+
+    def subsume(self) -> None:
+        """Drop checkpoints beyond the retained count."""
+        while len(self.retained) > self.settings.num_retained:
+            dropped = self.retained.pop(0)
+            if dropped.path is not None:
+                remove_url(dropped.path)
+
+    def referenced_files(self) -> set[str]:
+        return {url for checkpoint in self.retained for url in checkpoint.files()}
+
+    def shutdown(self, status: str) -> None:
+        """Apply Flink's retention when the job ends: FINISHED, CANCELED or FAILED."""
+        if self.job_root is None:
+            return
+        retention = self.settings.retention
+        keep = (status == "CANCELED" and retention == "RETAIN_ON_CANCELLATION") or (
+            status == "FAILED" and retention != "NO_EXTERNALIZED_CHECKPOINTS"
+        )
+        if not keep or not self.retained:
+            self.job_root.remove("")
+
+
+def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
+    """Read a checkpoint from a ``chk-<n>`` directory or its ``_metadata``.
+
+    A damaged ``_metadata`` makes the previous retained checkpoint of the same job the one
+    to restore; the second value lists what was skipped and why.
+    """
+    path = path.rstrip("/")
+    chk_dir = path[: -len("/_metadata")] if path.endswith("/_metadata") else path
+    job_root_url, _, name = chk_dir.rpartition("/")
+    if not name.startswith("chk-") or not name[4:].isdigit():
+        raise metadata.CheckpointFormatError(
+            f"state recovery path {path} is not a chk-<n> directory or its _metadata file"
+        )
+    job_root = Storage(job_root_url)
+    if not job_root.exists(f"{name}/_metadata") and not job_root.exists(name):
+        raise metadata.CheckpointFormatError(f"state recovery path {path} does not exist")
+    requested = int(name[4:])
+    candidates = sorted(
+        (int(n[4:]) for n in job_root.list("") if n.startswith("chk-") and n[4:].isdigit()),
+        reverse=True,
+    )
+    skipped: list[str] = []
+    prefix = job_root.url_of("") + "/"
+    for checkpoint_id in [c for c in candidates if c <= requested]:
+        meta_url = job_root.url_of(f"chk-{checkpoint_id}/_metadata")
+        try:
+            body = metadata.decode(read_url(meta_url), meta_url)
+        except FileNotFoundError:
+            skipped.append(f"{meta_url} is missing")
+            continue
+        except metadata.CheckpointFormatError as exc:
+            skipped.append(str(exc))
+            continue
+        absolute = _map_files(body, lambda p: p if "://" in p or p.startswith("/") else prefix + p)
+        return (
+            CompletedCheckpoint(
+                body["checkpoint_id"],
+                body["epoch"],
+                absolute,
+                job_root.url_of(f"chk-{checkpoint_id}"),
+            ),
+            skipped,
+        )
+    reasons = "; ".join(skipped) or "no checkpoint found"
+    raise metadata.CheckpointFormatError(f"no usable checkpoint at {path}: {reasons}")

@@ -1,0 +1,173 @@
+"""The driver's view of a job's progress: source positions and state versions.
+
+After every epoch it holds, per subtask, the manifest of its latest keyed-state version
+(key group -> blob in a file), its operator states (sink committables, part counters),
+and each source's enumerator. A checkpoint is this view written down; a restore puts a
+checkpoint's view back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.state.key_groups import key_group_range
+
+
+def _empty_manifest() -> dict[str, Any]:
+    return {"kinds": {}, "groups": {}}
+
+
+class JobState:
+    def __init__(self, job: Any):
+        self.job = job
+        self.epoch = 0  # last completed epoch
+        self.committed_epoch = 0  # epoch of the last completed checkpoint
+        self.enumerators: dict[int, Any] = {}
+        self.manifests: dict[int, dict[int, dict[str, Any]]] = {}
+        self.operator_states: dict[int, dict[int, dict[str, Any]]] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the start of the job: nothing read, no state."""
+        self.epoch = 0
+        self.committed_epoch = 0
+        self.enumerators = {
+            v.id: v.head.operator.create_enumerator(v.parallelism) for v in self.job.sources
+        }
+        self.manifests = {
+            v.id: {i: _empty_manifest() for i in range(v.parallelism)}
+            for v, _ in self.job.stateful_nodes
+        }
+        self.operator_states = {v.id: {} for v in self.job.vertices}
+
+    # After an epoch ------------------------------------------------------------------------
+
+    def apply_acks(self, epoch: int, acks: list[dict[str, Any]]) -> None:
+        progress_by_source: dict[int, dict[str, Any]] = {}
+        for ack in acks:
+            vertex_id, index = ack["vertex"], ack["subtask"]
+            self.operator_states[vertex_id][index] = ack["operators"]
+            if vertex_id in self.enumerators:
+                progress_by_source.setdefault(vertex_id, {}).update(ack["source_progress"])
+            state = ack["state"]
+            if state is not None:
+                manifest = self.manifests[vertex_id][index]
+                manifest["kinds"].update(state["kinds"])
+                manifest["groups"].update(state["groups"])
+        for vertex_id, progress in progress_by_source.items():
+            self.enumerators[vertex_id].acknowledge(progress)
+        self.epoch = epoch
+
+    def restore_for(self, vertex: Any, rewrite_all: bool) -> dict[int, dict[str, Any]]:
+        """What each subtask of a task needs to rebuild itself if it is not in memory."""
+        manifests = self.manifests.get(vertex.id, {})
+        return {
+            index: {
+                "keyed": manifests.get(index),
+                "operators": self.operator_states[vertex.id].get(index, {}),
+                "rewrite_all": rewrite_all,
+            }
+            for index in range(vertex.parallelism)
+        }
+
+    def referenced_files(self) -> set[str]:
+        return {
+            handle[0]
+            for subtasks in self.manifests.values()
+            for manifest in subtasks.values()
+            for handle in manifest["groups"].values()
+        }
+
+    def state_bytes(self) -> int:
+        return sum(
+            handle[2]
+            for subtasks in self.manifests.values()
+            for manifest in subtasks.values()
+            for handle in manifest["groups"].values()
+        )
+
+    # Checkpoints ---------------------------------------------------------------------------
+
+    def checkpoint_body(self) -> dict[str, Any]:
+        operators = {}
+        for vertex in self.job.vertices:
+            subtasks = []
+            for index in range(vertex.parallelism):
+                entry: dict[str, Any] = {
+                    "index": index,
+                    "operator_states": self.operator_states[vertex.id].get(index, {}),
+                    "keyed": None,
+                }
+                if vertex.keyed:
+                    manifest = self.manifests[vertex.id][index]
+                    key_groups = key_group_range(vertex.max_parallelism, vertex.parallelism, index)
+                    entry["key_groups"] = [key_groups.start, key_groups.end]
+                    entry["keyed"] = {
+                        "kinds": dict(manifest["kinds"]),
+                        "groups": dict(manifest["groups"]),
+                    }
+                subtasks.append(entry)
+            operators[vertex.head.uid] = {
+                "name": vertex.name,
+                "parallelism": vertex.parallelism,
+                "max_parallelism": vertex.max_parallelism,
+                "subtasks": subtasks,
+            }
+        sources = {v.head.uid: self.enumerators[v.id].snapshot() for v in self.job.sources}
+        return {"operators": operators, "sources": sources}
+
+    def committables(self, body: dict[str, Any]):
+        """(committer, committable) of every two-phase-commit sink in a checkpoint body."""
+        for vertex in self.job.vertices:
+            committers = {
+                node.uid: node.operator.committer
+                for node in vertex.nodes
+                if getattr(node.operator, "committer", None) is not None
+            }
+            operator = body["operators"].get(vertex.head.uid)
+            if not committers or operator is None:
+                continue
+            for subtask in operator["subtasks"]:
+                for uid, committer in committers.items():
+                    for entry in subtask["operator_states"].get(uid, {}).get("committables", ()):
+                        yield committer, entry
+
+    def restore(self, body: dict[str, Any], path: str, ignore_unclaimed: bool) -> None:
+        """Put a checkpoint's positions and state versions back."""
+        heads = {v.head.uid: v for v in self.job.vertices}
+        unclaimed = sorted(set(body["operators"]) - set(heads))
+        if unclaimed and not ignore_unclaimed:
+            raise CheckpointFormatError(
+                f"checkpoint {path} has state of operators this job does not have (uids "
+                f"{', '.join(unclaimed)}): it may belong to another job; set "
+                "'execution.state-recovery.ignore-unclaimed-state' to start anyway"
+            )
+        self.reset()
+        for uid, vertex in heads.items():
+            operator = body["operators"].get(uid)
+            if operator is None:
+                continue
+            if (operator["parallelism"], operator["max_parallelism"]) != (
+                vertex.parallelism,
+                vertex.max_parallelism,
+            ):
+                raise CheckpointFormatError(
+                    f"checkpoint {path}: operator '{vertex.name}' (uid '{uid}') ran at "
+                    f"parallelism {operator['parallelism']} / max parallelism "
+                    f"{operator['max_parallelism']}, but the job now has "
+                    f"{vertex.parallelism} / {vertex.max_parallelism}"
+                )
+            for subtask in operator["subtasks"]:
+                index = subtask["index"]
+                self.operator_states[vertex.id][index] = subtask["operator_states"]
+                if vertex.keyed and subtask.get("keyed"):
+                    keyed = subtask["keyed"]
+                    self.manifests[vertex.id][index] = {
+                        "kinds": dict(keyed["kinds"]),
+                        "groups": dict(keyed["groups"]),
+                    }
+            if vertex.is_source and uid in body["sources"]:
+                self.enumerators[vertex.id].restore(body["sources"][uid])
+        self.epoch = body["epoch"]
+        self.committed_epoch = body["epoch"]
