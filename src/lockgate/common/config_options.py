@@ -379,8 +379,9 @@ INJECT_FAILURE = ConfigOption(
     "lockgate.testing.inject-failure",
     "",
     _non_empty,
-    "'<point>@<epoch or checkpoint id>' with point one of after-snapshot-before-ack, "
-    "after-metadata-before-commit, mid-commit, during-restore",
+    "comma-separated '<point>@<n>': after-snapshot-before-ack@<epoch>, "
+    "after-metadata-before-commit@<checkpoint id>, mid-commit@<checkpoint id>, "
+    "during-restore@<restore number, from 1>",
     "Fail once at a named point; for lockgate's own fault-tolerance tests only.",
 )
 

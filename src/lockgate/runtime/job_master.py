@@ -103,17 +103,18 @@ def _checkpoint_settings(config: dict[str, str]) -> CheckpointSettings:
     )
 
 
-def _injection(config: dict[str, str]) -> tuple[str, int] | None:
+def _injections(config: dict[str, str]) -> set[tuple[str, int]]:
     spec = options.INJECT_FAILURE.read(config)
-    if not spec:
-        return None
-    point, _, number = spec.partition("@")
-    if point not in INJECTION_POINTS or not number.isdigit():
-        raise options.ConfigurationError(
-            f"invalid value {spec!r} for configuration key '{options.INJECT_FAILURE.key}': "
-            f"allowed values are {options.INJECT_FAILURE.allowed}"
-        )
-    return point, int(number)
+    injections = set()
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        point, _, number = item.partition("@")
+        if point not in INJECTION_POINTS or not number.isdigit():
+            raise options.ConfigurationError(
+                f"invalid value {spec!r} for configuration key '{options.INJECT_FAILURE.key}': "
+                f"allowed values are {options.INJECT_FAILURE.allowed}"
+            )
+        injections.add((point, int(number)))
+    return injections
 
 
 class JobMaster:
@@ -143,7 +144,7 @@ class JobMaster:
         self.restart = restart_strategy(config, settings.enabled)
         self.recovery_path = options.STATE_RECOVERY_PATH.read(config)
         self.ignore_unclaimed = options.IGNORE_UNCLAIMED_STATE.read(config)
-        self.injection = _injection(config)
+        self.injections = _injections(config)
         self.state = JobState(job)
         self.generation = 0  # bumped by every restore: worker-held subtasks become stale
         self.tries = 0
@@ -231,8 +232,8 @@ class JobMaster:
                 failure = exc
 
     def _inject(self, point: str, number: int) -> None:
-        if self.injection == (point, number):
-            self.injection = None  # once
+        if (point, number) in self.injections:
+            self.injections.discard((point, number))  # once
             raise InjectedFailure(f"injected failure at {point} ({number})")
 
     # One epoch -----------------------------------------------------------------------------
@@ -257,7 +258,7 @@ class JobMaster:
         tag = f"g{self.generation}t{self.tries}"
         ack_dir = f"epochs/{epoch}-{tag}"
         self.work.write_json(f"{ack_dir}/plan.json", _plan_document(epoch, end_of_input, plans))
-        inject_ack = self.injection == ("after-snapshot-before-ack", epoch)
+        inject_ack = ("after-snapshot-before-ack", epoch) in self.injections
         tasks = {
             vertex.id: EpochTask(
                 run_id=f"{self.job_id}#{self.generation}",
@@ -277,8 +278,7 @@ class JobMaster:
             )
             for vertex in self.job.vertices
         }
-        if inject_ack:
-            self.injection = None
+        self.injections.discard(("after-snapshot-before-ack", epoch))
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
             collected = spark_job.run(
@@ -389,7 +389,7 @@ class JobMaster:
     def _restore(self, checkpoint: CompletedCheckpoint | None, foreign: bool) -> None:
         self.generation += 1
         self.held_results = []
-        self._inject("during-restore", 1 if foreign else self.generation)
+        self._inject("during-restore", self.generation)
         if checkpoint is None:
             self.state.reset()
             return
