@@ -178,7 +178,8 @@ class JobMaster:
         status = "FAILED"
         try:
             if self.recovery_path:
-                self._recover(self._resume_from_path)
+                self.recovered_from = self._load_recovery_checkpoint()
+                self._recover(lambda: self._restore(self.recovered_from, foreign=True))
             while not self._cancelled.is_set():
                 try:
                     result = self._next_epoch(spark_job, graph)
@@ -398,13 +399,19 @@ class JobMaster:
             committer(committable)  # idempotent: some may have been committed before
         self.rewrite_all = foreign
 
-    def _resume_from_path(self) -> None:
-        checkpoint, skipped = load_checkpoint(self.recovery_path)
+    def _load_recovery_checkpoint(self) -> CompletedCheckpoint:
+        """The checkpoint named by ``execution.state-recovery.path``; a bad one fails the job."""
+        try:
+            checkpoint, skipped = load_checkpoint(self.recovery_path)
+            JobState(self.job).restore(
+                checkpoint.body, checkpoint.path or self.recovery_path, self.ignore_unclaimed
+            )
+        except (CheckpointFormatError, OSError) as exc:
+            raise JobExecutionError(f"cannot restore the job: {exc}") from exc
         for reason in skipped:
             log.warning("skipping checkpoint: %s", reason)
         log.warning("job %s resumes from %s", self.job_id, checkpoint.path)
-        self.recovered_from = checkpoint
-        self._restore(checkpoint, foreign=True)
+        return checkpoint
 
     def _restore_latest(self) -> None:
         latest = self.coordinator.latest
