@@ -189,16 +189,21 @@ class CheckpointCoordinator:
     def referenced_files(self) -> set[str]:
         return {url for checkpoint in self.retained for url in checkpoint.files()}
 
-    def shutdown(self, status: str) -> None:
-        """Apply Flink's retention when the job ends: FINISHED, CANCELED or FAILED."""
+    def shutdown(self, status: str) -> bool:
+        """Apply Flink's retention when the job ends (FINISHED, CANCELED or FAILED).
+
+        Returns whether retained checkpoints stay on storage.
+        """
         if self.job_root is None:
-            return
+            return False
         retention = self.settings.retention
-        keep = (status == "CANCELED" and retention == "RETAIN_ON_CANCELLATION") or (
-            status == "FAILED" and retention != "NO_EXTERNALIZED_CHECKPOINTS"
+        keep = bool(self.retained) and (
+            (status == "CANCELED" and retention == "RETAIN_ON_CANCELLATION")
+            or (status == "FAILED" and retention != "NO_EXTERNALIZED_CHECKPOINTS")
         )
-        if not keep or not self.retained:
+        if not keep:
             self.job_root.remove("")
+        return keep
 
 
 def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:

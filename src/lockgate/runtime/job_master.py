@@ -205,10 +205,10 @@ class JobMaster:
             self.summary.finished = time.monotonic()
             self.summary.checkpoints = list(self.coordinator.history)
             graph.destroy()
-            self.coordinator.shutdown(status)
+            if self.coordinator.shutdown(status):
+                self.state.manifests = {}  # only the retained checkpoints' files stay
+                self._sweep_state_files()
             self.work.remove("")
-            if status != "FINISHED" or self.coordinator.job_root is None:
-                self._drop_unreferenced(keep_retained=status != "FINISHED")
 
     def _recover(self, restore, failure: BaseException | None = None) -> None:
         """Ask the restart strategy, then restore; a failed restore is a failure too."""
@@ -315,7 +315,7 @@ class JobMaster:
         checkpoint_id = None
         if checkpoint_due:
             checkpoint_id = self._checkpoint(epoch, started)
-        self._drop_unreferenced(keep_retained=True)
+        self._drop_unreferenced()
         released: list[Any] = []
         if not held or checkpoint_id is not None:
             released, self.held_results = self.held_results, []
@@ -376,13 +376,28 @@ class JobMaster:
                 self._inject("mid-commit", checkpoint.id)
             committer(committable)
 
-    def _drop_unreferenced(self, keep_retained: bool) -> None:
-        """Delete state files this job wrote that nothing needs any more."""
-        needed = self.state.referenced_files()
-        if keep_retained:
-            needed |= self.coordinator.referenced_files()
+    def _needed_files(self) -> set[str]:
+        return self.state.referenced_files() | self.coordinator.referenced_files()
+
+    def _drop_unreferenced(self) -> None:
+        """Delete state files of completed epochs that nothing needs any more."""
+        needed = self._needed_files()
         for url in self.written_files - needed:
             remove_url(url)
+        self.written_files &= needed
+
+    def _sweep_state_files(self) -> None:
+        """Delete every file in this job's state directory that nothing needs.
+
+        Besides what ``_drop_unreferenced`` knows of, these are the files of subtasks whose
+        epoch then failed: their acknowledgements never arrived.
+        """
+        needed = self._needed_files()
+        files = self.state_files
+        for path in files.fs.find(files.root) if files.fs.exists(files.root) else ():
+            url = files.fs.unstrip_protocol(path)
+            if url not in needed:
+                files.fs.rm(path)
         self.written_files &= needed
 
     # Restores ------------------------------------------------------------------------------
@@ -393,11 +408,13 @@ class JobMaster:
         self._inject("during-restore", self.generation)
         if checkpoint is None:
             self.state.reset()
-            return
-        self.state.restore(checkpoint.body, checkpoint.path or "in memory", self.ignore_unclaimed)
-        for committer, committable in self.state.committables(checkpoint.body):
-            committer(committable)  # idempotent: some may have been committed before
-        self.rewrite_all = foreign
+        else:
+            path = checkpoint.path or "in memory"
+            self.state.restore(checkpoint.body, path, self.ignore_unclaimed)
+            for committer, committable in self.state.committables(checkpoint.body):
+                committer(committable)  # idempotent: some may have been committed before
+            self.rewrite_all = foreign
+        self._sweep_state_files()
 
     def _load_recovery_checkpoint(self) -> CompletedCheckpoint:
         """The checkpoint named by ``execution.state-recovery.path``; a bad one fails the job."""
