@@ -73,6 +73,13 @@ def _one_of(*choices: str) -> Callable[[str], str]:
     return parse
 
 
+def _choice(choices: dict[str, str], text: str) -> str:
+    value = choices.get(text.strip().lower())
+    if value is None:
+        raise ValueError(text)
+    return value
+
+
 def _non_empty(text: str) -> str:
     if not text.strip():
         raise ValueError(text)
@@ -305,7 +312,7 @@ STATE_BACKEND = ConfigOption(
 RESTART_TYPE = ConfigOption(
     "restart-strategy.type",
     "",
-    lambda text: _RESTART_ALIASES[text.strip().lower()],
+    lambda text: _choice(_RESTART_ALIASES, text),
     "none (or off, disable), fixed-delay, failure-rate or exponential-delay",
     "Default: none without checkpointing, exponential-delay with it.",
 )

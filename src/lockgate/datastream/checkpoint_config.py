@@ -38,8 +38,8 @@ class CheckpointConfig:
         self._config = configuration
 
     def _set(self, option: options.ConfigOption, value: object) -> CheckpointConfig:
+        option.read({option.key: str(value)})  # fail here, naming the key, if invalid
         self._config.set_string(option.key, str(value))
-        option.read(self._config.to_dict())  # fail here, naming the key, if invalid
         return self
 
     def _get(self, option: options.ConfigOption):

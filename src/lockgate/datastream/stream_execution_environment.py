@@ -91,9 +91,8 @@ class StreamExecutionEnvironment:
     # Configuration ------------------------------------------------------------------------
 
     def configure(self, configuration: Configuration) -> None:
-        merged = Configuration(self._config).add_all(configuration)
-        options.validate(merged.to_dict())
-        self._config = merged
+        options.validate(Configuration(self._config).add_all(configuration).to_dict())
+        self._config.add_all(configuration)  # in place: CheckpointConfigs write to it too
 
     def get_configuration(self) -> Configuration:
         return Configuration(self._config)
@@ -143,11 +142,8 @@ class StreamExecutionEnvironment:
     def set_restart_strategy(
         self, restart_strategy_configuration: RestartStrategyConfiguration
     ) -> StreamExecutionEnvironment:
-        updated = Configuration(self._config)
-        for key, value in restart_strategy_configuration.settings.items():
-            updated.set_string(key, value)
-        options.validate(updated.to_dict())
-        self._config = updated
+        settings = Configuration.from_dict(restart_strategy_configuration.settings)
+        self.configure(settings)
         return self
 
     def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:

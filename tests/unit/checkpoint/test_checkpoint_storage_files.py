@@ -1,0 +1,190 @@
+"""Storage: atomic writes through fsspec, URLs any process can open, read_url/remove_url."""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+
+import pytest
+
+from lockgate.checkpoint.storage import Storage, is_writable, read_url, remove_url
+
+
+@pytest.fixture
+def memory_url():
+    url = f"memory://lockgate-tests/{uuid.uuid4().hex}"
+    yield url
+    remove_url(url)
+
+
+def all_files(storage: Storage) -> list[str]:
+    root = storage.root
+    return sorted(path[len(root) + 1 :] for path in storage.fs.find(root))
+
+
+# Paths and URLs -----------------------------------------------------------------------------------
+
+
+def test_local_paths_are_turned_into_file_urls(tmp_path):
+    storage = Storage(str(tmp_path))
+    assert storage.url == str(tmp_path)
+    assert storage.root == str(tmp_path)
+    assert storage.path("a/b") == f"{tmp_path}/a/b"
+    assert storage.path("") == str(tmp_path)
+    assert storage.url_of("a/b") == f"file://{tmp_path}/a/b"
+    assert storage.url_of("") == f"file://{tmp_path}"
+
+
+def test_a_file_url_and_a_trailing_slash_give_the_same_root(tmp_path):
+    plain, as_url = Storage(f"{tmp_path}/"), Storage(f"file://{tmp_path}")
+    assert plain.root == as_url.root == str(tmp_path)
+    assert plain.url_of("x") == as_url.url_of("x") == f"file://{tmp_path}/x"
+
+
+def test_memory_urls(memory_url):
+    storage = Storage(memory_url + "/")
+    assert storage.url == memory_url
+    assert storage.url_of("a/b").startswith("memory://")
+    assert storage.url_of("a/b").endswith(memory_url.removeprefix("memory://") + "/a/b")
+
+
+def test_child_is_a_storage_under_the_parent(memory_url):
+    parent = Storage(memory_url)
+    child = parent.child("job/chk-1")
+    assert child.url == f"{memory_url}/job/chk-1"
+    child.write_bytes("_metadata", b"m")
+    assert parent.read_bytes("job/chk-1/_metadata") == b"m"
+    assert child.url_of("_metadata") == parent.url_of("job/chk-1/_metadata")
+
+
+def test_a_storage_pickles_as_its_url_only(memory_url):
+    storage = Storage(memory_url)
+    storage.write_bytes("f", b"data")
+    assert storage.__getstate__() == {"url": memory_url}
+    clone = pickle.loads(pickle.dumps(storage))
+    assert clone.url == memory_url
+    assert clone.root == storage.root
+    assert clone.read_bytes("f") == b"data"
+
+
+# Writes -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_write_and_read_bytes_create_parent_directories(kind, tmp_path, memory_url):
+    storage = Storage(str(tmp_path) if kind == "local" else memory_url)
+    storage.write_bytes("a/b/c/file.bin", b"\x00\x01payload")
+    assert storage.read_bytes("a/b/c/file.bin") == b"\x00\x01payload"
+    assert storage.exists("a/b/c/file.bin")
+    assert storage.exists("a/b")
+    assert not storage.exists("a/b/c/other")
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_writes_leave_no_temporary_files(kind, tmp_path, memory_url):
+    storage = Storage(str(tmp_path) if kind == "local" else memory_url)
+    storage.write_bytes("d/one", b"1")
+    storage.write_bytes("d/one", b"11")
+    storage.write_json("d/two.json", {"k": [1, 2]})
+    assert all_files(storage) == ["d/one", "d/two.json"]
+    assert storage.read_bytes("d/one") == b"11"
+
+
+def test_a_write_goes_to_a_hidden_temporary_name_first(tmp_path, monkeypatch):
+    storage = Storage(str(tmp_path))
+    moves = []
+    real_mv = storage.fs.mv
+
+    def spy(source, target, **kwargs):
+        moves.append((source, target, storage.fs.cat_file(source)))
+        return real_mv(source, target, **kwargs)
+
+    monkeypatch.setattr(storage.fs, "mv", spy)
+    storage.write_bytes("dir/_metadata", b"complete")
+    [(source, target, data)] = moves
+    assert target == f"{tmp_path}/dir/_metadata"
+    assert source.rsplit("/", 1)[0] == f"{tmp_path}/dir"  # same directory: a rename
+    assert source.rsplit("/", 1)[1].startswith("._metadata.")
+    assert source.endswith(".tmp")
+    assert data == b"complete"  # fully written before it becomes visible
+
+
+def test_a_failed_write_never_exposes_a_partial_file(tmp_path, monkeypatch):
+    storage = Storage(str(tmp_path))
+    storage.write_bytes("_metadata", b"old and complete")
+
+    def broken_mv(source, target, **kwargs):
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(storage.fs, "mv", broken_mv)
+    with pytest.raises(OSError, match="disk went away"):
+        storage.write_bytes("_metadata", b"new")
+    assert storage.read_bytes("_metadata") == b"old and complete"
+    visible = [name for name in storage.list("") if not name.startswith(".")]
+    assert visible == ["_metadata"]
+
+
+def test_json_round_trip(memory_url):
+    storage = Storage(memory_url)
+    value = {"epoch": 3, "acks": [{"vertex": 0, "state": None}], "text": "é"}
+    storage.write_json("plan.json", value)
+    assert storage.read_json("plan.json") == value
+    assert b" " not in storage.read_bytes("plan.json")  # compact
+
+
+# Listing and removal ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_list_gives_sorted_names_and_nothing_for_a_missing_directory(kind, tmp_path, memory_url):
+    storage = Storage(str(tmp_path) if kind == "local" else memory_url)
+    for name in ["chk-2/_metadata", "chk-10/_metadata", "shared/x", "taskowned/.keep"]:
+        storage.write_bytes(name, b"")
+    assert storage.list("") == ["chk-10", "chk-2", "shared", "taskowned"]
+    assert storage.list("chk-2") == ["_metadata"]
+    assert storage.list("missing") == []
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_remove_files_and_trees_and_ignore_missing(kind, tmp_path, memory_url):
+    storage = Storage(str(tmp_path) if kind == "local" else memory_url)
+    storage.write_bytes("tree/a/b", b"1")
+    storage.write_bytes("tree/c", b"2")
+    storage.write_bytes("keep", b"3")
+    storage.remove("tree/c")
+    assert not storage.exists("tree/c")
+    assert storage.exists("tree/a/b")
+    storage.remove("tree")
+    assert not storage.exists("tree")
+    storage.remove("tree")  # already gone: no error
+    storage.remove("never-existed")
+    assert storage.list("") == ["keep"]
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_read_url_and_remove_url_take_url_of(kind, tmp_path, memory_url):
+    storage = Storage(str(tmp_path) if kind == "local" else memory_url)
+    storage.write_bytes("chk-1/_metadata", b"meta")
+    storage.write_bytes("chk-1/own", b"own")
+    assert read_url(storage.url_of("chk-1/_metadata")) == b"meta"
+    remove_url(storage.url_of("chk-1"))
+    assert not storage.exists("chk-1")
+    remove_url(storage.url_of("chk-1"))  # idempotent
+    with pytest.raises(FileNotFoundError):
+        read_url(storage.url_of("chk-1/_metadata"))
+
+
+def test_read_url_accepts_a_plain_local_path(tmp_path):
+    (tmp_path / "f").write_bytes(b"plain")
+    assert read_url(str(tmp_path / "f")) == b"plain"
+    remove_url(str(tmp_path / "f"))
+    assert not (tmp_path / "f").exists()
+
+
+def test_is_writable(tmp_path, memory_url):
+    assert is_writable(str(tmp_path / "new" / "dir"))
+    assert [p.name for p in (tmp_path / "new" / "dir").iterdir()] == []  # probe removed
+    assert is_writable(memory_url)
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"")
+    assert not is_writable(str(blocker / "below"))

@@ -1,0 +1,158 @@
+"""_metadata encoding: versioned, checksummed JSON; every damage is reported with its path."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lockgate.checkpoint import metadata
+from lockgate.checkpoint.metadata import CheckpointFormatError, decode, encode
+
+PATH = "file:///ckpt/job-1/chk-7/_metadata"
+
+BODY = {
+    "job_id": "job-1",
+    "checkpoint_id": 7,
+    "epoch": 12,
+    "operators": {
+        "keyedprocess-1": {
+            "name": "KeyedProcess",
+            "parallelism": 2,
+            "max_parallelism": 128,
+            "subtasks": [
+                {
+                    "index": 0,
+                    "key_groups": [0, 63],
+                    "operator_states": {},
+                    "keyed": {
+                        "kinds": {"count": "value"},
+                        "groups": {"3": ["shared/a/0/f1", 0, 17, 123456]},
+                    },
+                }
+            ],
+        }
+    },
+    "sources": {"collection-source-0": {"positions": {"0": 5}}},
+    "text": "ünïcode ✓",
+    "ratio": 0.1,
+    "flag": None,
+}
+
+
+def test_round_trip_returns_the_body():
+    assert decode(encode(BODY), PATH) == BODY
+
+
+def test_encoding_is_deterministic_json_with_format_version_and_checksum():
+    data = encode(BODY)
+    assert data == encode(json.loads(json.dumps(BODY)))
+    envelope = json.loads(data)
+    assert envelope["format"] == metadata.FORMAT == "lockgate-checkpoint"
+    assert envelope["version"] == metadata.VERSION == 1
+    assert len(envelope["sha256"]) == 64
+    assert envelope["body"] == BODY
+    assert not data.startswith(b"\x80")  # not a pickle
+
+
+def test_the_checksum_depends_on_the_body():
+    other = {**BODY, "epoch": 13}
+    assert json.loads(encode(BODY))["sha256"] != json.loads(encode(other))["sha256"]
+
+
+def test_checkpoint_format_error_is_a_value_error():
+    assert issubclass(CheckpointFormatError, ValueError)
+
+
+@pytest.mark.parametrize("keep", [0, 1, 10, 0.5, 0.99])
+def test_a_truncated_file_is_reported_with_its_path(keep):
+    data = encode(BODY)
+    cut = data[: int(len(data) * keep)] if isinstance(keep, float) else data[:keep]
+    with pytest.raises(CheckpointFormatError) as info:
+        decode(cut, PATH)
+    assert PATH in str(info.value)
+    assert "truncated" in str(info.value)
+
+
+def test_a_flipped_byte_in_the_body_fails_the_checksum():
+    data = encode(BODY)
+    position = data.index(b'"epoch": 12') + len(b'"epoch": ')
+    damaged = data[:position] + b"9" + data[position + 1 :]  # 12 -> 92: still valid JSON
+    assert json.loads(damaged)["body"]["epoch"] == 92
+    with pytest.raises(CheckpointFormatError) as info:
+        decode(damaged, PATH)
+    assert PATH in str(info.value)
+    assert "checksum" in str(info.value)
+
+
+def test_a_flipped_byte_in_a_state_path_fails_the_checksum():
+    data = encode(BODY)
+    damaged = data.replace(b"shared/a/0/f1", b"shared/b/0/f1")
+    assert damaged != data
+    with pytest.raises(CheckpointFormatError, match="checksum"):
+        decode(damaged, PATH)
+
+
+def test_an_altered_checksum_is_detected():
+    envelope = json.loads(encode(BODY))
+    envelope["sha256"] = "0" * 64
+    with pytest.raises(CheckpointFormatError, match="checksum") as info:
+        decode(json.dumps(envelope).encode(), PATH)
+    assert PATH in str(info.value)
+
+
+def test_a_missing_checksum_or_body_is_detected():
+    envelope = json.loads(encode(BODY))
+    without_sum = {k: v for k, v in envelope.items() if k != "sha256"}
+    with pytest.raises(CheckpointFormatError, match="checksum"):
+        decode(json.dumps(without_sum).encode(), PATH)
+    not_a_dict = {**envelope, "body": [1, 2]}
+    with pytest.raises(CheckpointFormatError, match="checksum"):
+        decode(json.dumps(not_a_dict).encode(), PATH)
+
+
+def test_binary_garbage_is_reported_with_its_path():
+    with pytest.raises(CheckpointFormatError) as info:
+        decode(b"\xff\xfe\x80\x00garbage", PATH)
+    assert PATH in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"format": "flink-checkpoint", "version": 1, "sha256": "", "body": {}},
+        {"version": 1, "body": {}},
+        [1, 2, 3],
+        "lockgate-checkpoint",
+        42,
+    ],
+)
+def test_a_foreign_json_file_is_not_a_lockgate_checkpoint(document):
+    with pytest.raises(CheckpointFormatError) as info:
+        decode(json.dumps(document).encode(), PATH)
+    assert str(info.value) == f"{PATH} is not a lockgate checkpoint metadata file"
+
+
+@pytest.mark.parametrize("version", [2, 0, None, "1"])
+def test_an_unknown_version_names_the_path_and_both_versions(version):
+    envelope = json.loads(encode(BODY))
+    envelope["version"] = version
+    with pytest.raises(CheckpointFormatError) as info:
+        decode(json.dumps(envelope).encode(), PATH)
+    message = str(info.value)
+    assert PATH in message
+    assert f"version {version!r}" in message
+    assert f"reads version {metadata.VERSION}" in message
+
+
+def test_version_is_checked_before_the_checksum():
+    envelope = json.loads(encode(BODY))
+    envelope["version"] = 99
+    envelope["body"]["epoch"] = 1000  # also damaged: the version is what matters
+    with pytest.raises(CheckpointFormatError, match="version 99"):
+        decode(json.dumps(envelope).encode(), PATH)
+
+
+def test_whitespace_changes_outside_the_body_values_are_harmless():
+    compact = json.dumps(json.loads(encode(BODY)), separators=(",", ":")).encode()
+    assert decode(compact, PATH) == BODY

@@ -1,0 +1,285 @@
+"""JobState: the driver's view of positions and state versions, into and out of checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgate.checkpoint import metadata
+from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.common import Encoder
+from lockgate.connectors.file_sink import commit_part
+from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from lockgate.datastream.connectors.file_system import FileSink
+from lockgate.graph.job_graph import build_job_graph
+from lockgate.runtime.job_state import JobState
+
+PATH = "file:///ckpts/job/chk-3"
+DATA = list(range(10))
+
+
+class Passthrough(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+
+def key(x):
+    return x % 3
+
+
+def job(parallelism: int = 2, max_parallelism: int | None = 128, extra_branch: bool = False):
+    env = StreamExecutionEnvironment()
+    source = env.from_collection(DATA).uid("numbers")
+    keyed = source.key_by(key).process(Passthrough()).uid("counter")
+    sink = FileSink.for_row_format("/unused", Encoder.simple_string_encoder()).build()
+    keyed.sink_to(sink).uid("files")
+    if extra_branch:
+        source.map(str).uid("extra-map").print().uid("extra-print")
+    return build_job_graph(env._transformations, parallelism, max_parallelism)
+
+
+def vertex(graph, uid: str):
+    [found] = [v for v in graph.vertices if v.head.uid == uid]
+    return found
+
+
+def handle(name: str, size: int = 10) -> list:
+    return [f"file:///ckpts/job/shared/counter/{name}", 0, size, 12345]
+
+
+def acks_for(graph, epoch: int, position: int) -> list[dict]:
+    source, counter = vertex(graph, "numbers"), vertex(graph, "counter")
+    acks = [
+        {
+            "vertex": source.id,
+            "subtask": 0,
+            "operators": {},
+            "source_progress": {"0": {"position": position, "finished": position >= len(DATA)}},
+            "state": None,
+        }
+    ]
+    for index in range(counter.parallelism):
+        acks.append(
+            {
+                "vertex": counter.id,
+                "subtask": index,
+                "operators": {
+                    "files": {
+                        "next_part": epoch,
+                        "committables": [
+                            [
+                                epoch,
+                                f"file:///out/.part-{index}.inprogress",
+                                f"file:///out/p{index}",
+                            ]
+                        ],
+                    }
+                },
+                "source_progress": {},
+                "state": {
+                    "kinds": {"count": "value"},
+                    "groups": {str(64 * index + epoch): handle(f"{index}-e{epoch}")},
+                },
+            }
+        )
+    return acks
+
+
+def state_after_two_epochs(graph) -> JobState:
+    state = JobState(graph)
+    state.apply_acks(1, acks_for(graph, 1, position=4))
+    state.apply_acks(2, acks_for(graph, 2, position=7))
+    return state
+
+
+def test_the_test_job_has_the_expected_shape():
+    graph = job()
+    assert [v.name for v in graph.vertices] == ["Collection Source", "KeyedProcess -> FileSink"]
+    assert [v.parallelism for v in graph.vertices] == [1, 2]
+
+
+def test_a_new_job_state_starts_from_nothing():
+    graph = job()
+    state = JobState(graph)
+    counter = vertex(graph, "counter")
+    assert (state.epoch, state.committed_epoch) == (0, 0)
+    assert state.manifests[counter.id] == {
+        0: {"kinds": {}, "groups": {}},
+        1: {"kinds": {}, "groups": {}},
+    }
+    assert state.referenced_files() == set()
+    assert state.state_bytes() == 0
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 0}}
+
+
+def test_acks_accumulate_key_groups_and_advance_sources():
+    graph = job()
+    state = state_after_two_epochs(graph)
+    counter = vertex(graph, "counter")
+    assert state.epoch == 2
+    assert state.committed_epoch == 0
+    assert state.manifests[counter.id][1]["groups"] == {
+        "65": handle("1-e1"),
+        "66": handle("1-e2"),
+    }
+    assert state.referenced_files() == {
+        handle(name)[0] for name in ("0-e1", "0-e2", "1-e1", "1-e2")
+    }
+    assert state.state_bytes() == 40
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 7}}
+    restore = state.restore_for(counter, rewrite_all=True)
+    assert set(restore) == {0, 1}
+    assert restore[0]["keyed"]["groups"] == {"1": handle("0-e1"), "2": handle("0-e2")}
+    assert restore[0]["operators"]["files"]["next_part"] == 2
+    assert restore[0]["rewrite_all"] is True
+
+
+def test_checkpoint_body_lists_every_operator_with_its_subtasks():
+    graph = job()
+    body = state_after_two_epochs(graph).checkpoint_body()
+    assert set(body["operators"]) == {"numbers", "counter"}
+    source, counter = body["operators"]["numbers"], body["operators"]["counter"]
+    assert (source["name"], source["parallelism"], source["max_parallelism"]) == (
+        "Collection Source",
+        1,
+        128,
+    )
+    assert source["subtasks"] == [{"index": 0, "operator_states": {}, "keyed": None}]
+    assert (counter["parallelism"], counter["max_parallelism"]) == (2, 128)
+    assert [s["key_groups"] for s in counter["subtasks"]] == [[0, 63], [64, 127]]
+    assert counter["subtasks"][0]["keyed"] == {
+        "kinds": {"count": "value"},
+        "groups": {"1": handle("0-e1"), "2": handle("0-e2")},
+    }
+    assert counter["subtasks"][1]["operator_states"]["files"]["committables"] == [
+        [2, "file:///out/.part-1.inprogress", "file:///out/p1"]
+    ]
+    assert body["sources"] == {"numbers": {"positions": {"0": 7}}}
+
+
+def test_checkpoint_body_is_a_snapshot_not_a_view():
+    graph = job()
+    state = state_after_two_epochs(graph)
+    body = state.checkpoint_body()
+    state.apply_acks(3, acks_for(graph, 3, position=10))
+    assert "3" not in body["operators"]["counter"]["subtasks"][0]["keyed"]["groups"]
+    assert body["sources"]["numbers"] == {"positions": {"0": 7}}
+
+
+def test_checkpoint_body_and_restore_round_trip_through_metadata():
+    graph = job()
+    state = state_after_two_epochs(graph)
+    body = {**state.checkpoint_body(), "epoch": 2}
+    decoded = metadata.decode(metadata.encode(body), PATH)
+
+    restored = JobState(job())  # a new run declares the same program
+    restored.restore(decoded, PATH, ignore_unclaimed=False)
+    assert (restored.epoch, restored.committed_epoch) == (2, 2)
+    assert {**restored.checkpoint_body(), "epoch": 2} == body
+    assert restored.referenced_files() == state.referenced_files()
+    assert restored.state_bytes() == state.state_bytes()
+    enumerator = restored.enumerators[vertex(restored.job, "numbers").id]
+    assert enumerator.plan(100)[0][0]["start"] == 7
+    assert enumerator.plan(100)[0][0]["records"] == DATA[7:]
+
+
+def test_restore_discards_progress_made_after_the_checkpoint():
+    graph = job()
+    state = state_after_two_epochs(graph)
+    body = {**state.checkpoint_body(), "epoch": 2}
+    state.apply_acks(3, acks_for(graph, 3, position=10))
+    state.restore(body, PATH, ignore_unclaimed=False)
+    assert state.epoch == 2
+    counter = vertex(graph, "counter")
+    assert "3" not in state.manifests[counter.id][0]["groups"]
+    assert handle("0-e3")[0] not in state.referenced_files()
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 7}}
+    assert state.operator_states[counter.id][0]["files"]["next_part"] == 2
+
+
+def test_committables_of_a_checkpoint_body():
+    graph = job()
+    body = state_after_two_epochs(graph).checkpoint_body()
+    found = list(JobState(graph).committables(body))
+    assert found == [
+        (commit_part, [2, "file:///out/.part-0.inprogress", "file:///out/p0"]),
+        (commit_part, [2, "file:///out/.part-1.inprogress", "file:///out/p1"]),
+    ]
+
+
+def test_a_body_without_committables_yields_none():
+    graph = job()
+    assert list(JobState(graph).committables(JobState(graph).checkpoint_body())) == []
+
+
+def test_a_reset_goes_back_to_the_start():
+    graph = job()
+    state = state_after_two_epochs(graph)
+    state.reset()
+    assert state.epoch == 0
+    assert state.referenced_files() == set()
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 0}}
+    assert state.operator_states[vertex(graph, "counter").id] == {}
+
+
+# Restoring into a different job -------------------------------------------------------------------
+
+
+def test_unclaimed_operator_state_is_rejected_naming_the_uids():
+    body = {**state_after_two_epochs(job(extra_branch=True)).checkpoint_body(), "epoch": 2}
+    state = JobState(job())
+    with pytest.raises(CheckpointFormatError) as info:
+        state.restore(body, PATH, ignore_unclaimed=False)
+    message = str(info.value)
+    assert PATH in message
+    assert "extra-map" in message
+    assert "execution.state-recovery.ignore-unclaimed-state" in message
+    assert state.epoch == 0
+
+
+def test_unclaimed_operator_state_is_dropped_when_allowed():
+    body = {**state_after_two_epochs(job(extra_branch=True)).checkpoint_body(), "epoch": 2}
+    state = JobState(job())
+    state.restore(body, PATH, ignore_unclaimed=True)
+    assert state.epoch == 2
+    assert state.enumerators[vertex(state.job, "numbers").id].snapshot() == {"positions": {"0": 7}}
+
+
+def test_an_operator_new_to_the_job_starts_empty():
+    body = {**state_after_two_epochs(job()).checkpoint_body(), "epoch": 2}
+    state = JobState(job(extra_branch=True))
+    state.restore(body, PATH, ignore_unclaimed=False)
+    assert state.operator_states[vertex(state.job, "extra-map").id] == {}
+    assert len(state.referenced_files()) == 4
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "max_parallelism", "operator", "was", "now"),
+    [
+        (
+            3,
+            128,
+            "'KeyedProcess -> FileSink' (uid 'counter')",
+            "2 / max parallelism 128",
+            "3 / 128",
+        ),
+        (
+            1,
+            128,
+            "'KeyedProcess -> FileSink' (uid 'counter')",
+            "2 / max parallelism 128",
+            "1 / 128",
+        ),
+        (2, 256, "'Collection Source' (uid 'numbers')", "1 / max parallelism 128", "1 / 256"),
+    ],
+)
+def test_a_parallelism_change_is_rejected_naming_the_operator_and_uid(
+    parallelism, max_parallelism, operator, was, now
+):
+    body = {**state_after_two_epochs(job(2, 128)).checkpoint_body(), "epoch": 2}
+    state = JobState(job(parallelism, max_parallelism))
+    with pytest.raises(CheckpointFormatError) as info:
+        state.restore(body, PATH, ignore_unclaimed=False)
+    assert str(info.value) == (
+        f"checkpoint {PATH}: operator {operator} ran at parallelism {was}, "
+        f"but the job now has {now}"
+    )
