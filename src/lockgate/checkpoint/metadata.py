@@ -32,7 +32,7 @@ def encode(body: dict[str, Any]) -> bytes:
         "sha256": hashlib.sha256(canonical).hexdigest(),
         "body": body,
     }
-    return json.dumps(envelope, sort_keys=True, indent=1).encode()
+    return json.dumps(envelope, sort_keys=True, separators=(",", ":")).encode()
 
 
 def decode(data: bytes, path: str) -> dict[str, Any]:

@@ -278,7 +278,9 @@ class HeapKeyedStateBackend:
             kind = kinds[name]
             if self._kinds.setdefault(name, kind) != kind:
                 raise ValueError(f"state {name!r} restored as {kind} but registered otherwise")
-            groups = self._tables.setdefault(name, self._empty_groups())
+            groups = self._tables.get(name)
+            if groups is None:
+                groups = self._tables[name] = self._empty_groups()
             groups[key_group] = entries
 
     def take_dirty_groups(self) -> list[int]:
