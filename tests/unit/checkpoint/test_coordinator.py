@@ -406,7 +406,7 @@ def test_a_truncated_metadata_falls_back_to_the_previous_checkpoint(tmp_path, cl
 def test_a_wrong_checksum_falls_back_and_says_why(tmp_path, clock):
     two_checkpoints(tmp_path, clock)
     meta = tmp_path / "checkpoints" / JOB / "chk-2" / "_metadata"
-    meta.write_bytes(meta.read_bytes().replace(b'"epoch": 8', b'"epoch": 9'))
+    meta.write_bytes(meta.read_bytes().replace(b'"epoch":8', b'"epoch":9'))
     loaded, [reason] = load_checkpoint(str(meta))
     assert loaded.id == 1
     assert "checksum" in reason
@@ -445,7 +445,7 @@ def test_a_metadata_of_an_unknown_version_is_reported(tmp_path, clock):
     coordinator = make(tmp_path)
     coordinator.complete(1, body_with(), clock.now, 0)
     meta = tmp_path / "checkpoints" / JOB / "chk-1" / "_metadata"
-    meta.write_bytes(meta.read_bytes().replace(b'"version": 1', b'"version": 7'))
+    meta.write_bytes(meta.read_bytes().replace(b'"version":1', b'"version":7'))
     with pytest.raises(CheckpointFormatError, match="version 7") as info:
         load_checkpoint(str(meta))
     assert str(meta) in str(info.value)

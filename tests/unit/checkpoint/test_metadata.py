@@ -76,7 +76,7 @@ def test_a_truncated_file_is_reported_with_its_path(keep):
 
 def test_a_flipped_byte_in_the_body_fails_the_checksum():
     data = encode(BODY)
-    position = data.index(b'"epoch": 12') + len(b'"epoch": ')
+    position = data.index(b'"epoch":12') + len(b'"epoch":')
     damaged = data[:position] + b"9" + data[position + 1 :]  # 12 -> 92: still valid JSON
     assert json.loads(damaged)["body"]["epoch"] == 92
     with pytest.raises(CheckpointFormatError) as info:
