@@ -64,7 +64,7 @@ class EpochStats:
 
 @dataclass
 class EpochResult:
-    stats: EpochStats
+    stats: EpochStats | None  # None: results released late, after a failure
     collected: list[Any]
 
 
@@ -152,7 +152,9 @@ class JobMaster:
         self.rewrite_all = False  # the next epoch copies all restored state into this job
         self.written_files: set[str] = set()
         self.written_since_checkpoint = 0
-        self.held_results: list[Any] = []  # exactly-once collect: released by checkpoints
+        # Collected records: held until their checkpoint exists (exactly-once), then released
+        self.held_results: list[Any] = []
+        self.released_results: list[Any] = []
         self._cancelled = threading.Event()
         if job_root is not None:
             job_root.write_bytes("taskowned/.keep", b"")
@@ -190,6 +192,8 @@ class JobMaster:
                     InjectedFailure,
                 ) as failure:
                     self._recover(self._restore_latest, failure)
+                    if self.released_results:  # checkpointed before the failure struck
+                        yield EpochResult(None, self._take_released())
                     continue
                 if result is None:
                     continue
@@ -310,15 +314,11 @@ class JobMaster:
         for ack in acks:
             if ack["state"]:
                 self.written_files.update(h[0] for h in ack["state"]["groups"].values())
-        held = self.checkpointing.enabled and self.checkpointing.exactly_once
         self.held_results.extend(collected)
-        checkpoint_id = None
-        if checkpoint_due:
-            checkpoint_id = self._checkpoint(epoch, started)
+        if not (self.checkpointing.enabled and self.checkpointing.exactly_once):
+            self._release_results()
+        checkpoint_id = self._checkpoint(epoch, started) if checkpoint_due else None
         self._drop_unreferenced()
-        released: list[Any] = []
-        if not held or checkpoint_id is not None:
-            released, self.held_results = self.held_results, []
         stats = EpochStats(
             epoch,
             sum(a["records_in"] for a in acks if a["vertex"] in state.enumerators),
@@ -332,7 +332,15 @@ class JobMaster:
         if self.progress is not None:
             self.progress.report(stats)
         self._finished = end_of_input
-        return EpochResult(stats, released)
+        return EpochResult(stats, self._take_released())
+
+    def _release_results(self) -> None:
+        self.released_results.extend(self.held_results)
+        self.held_results = []
+
+    def _take_released(self) -> list[Any]:
+        released, self.released_results = self.released_results, []
+        return released
 
     def _read_acks(self, epoch: int, ack_dir: str) -> list[dict[str, Any]]:
         acks = []
@@ -364,6 +372,7 @@ class JobMaster:
             log.warning("%s", reason)
             return None
         self.written_since_checkpoint = 0
+        self._release_results()  # the checkpoint exists: its epochs will never run again
         self._inject("after-metadata-before-commit", checkpoint.id)
         self._commit(checkpoint)
         self.state.committed_epoch = epoch

@@ -1,0 +1,905 @@
+"""Failure tests: after any failure, the committed output equals that of a failure-free run.
+
+In the spirit of Flink's own fault-tolerance tests: a source of unique increasing numbers
+per split, a keyed stage counting per key in ``ValueState``, and an exactly-once
+``FileSink``. Every record ``(split, i)`` has key ``(split, i % KEYS)``, so its count is
+``i // KEYS + 1`` in a run without failures: a lost state update, a state update applied
+twice, a lost record or a record written twice all change the committed lines, which are
+compared with that reference exactly. Failures are injected inside a user function and at
+the named points of ``lockgate.testing.inject-failure``; checkpoints are damaged on disk;
+jobs are resumed in a new run from a retained checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lockgate.common import Configuration, Encoder, RestartStrategies, WatermarkStrategy
+from lockgate.datastream import (
+    CheckpointingMode,
+    ExternalizedCheckpointRetention,
+    KeyedProcessFunction,
+    MapFunction,
+)
+from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
+from lockgate.datastream.connectors.file_system import (
+    BucketAssigner,
+    FileSink,
+    FileSource,
+    RollingPolicy,
+    StreamFormat,
+)
+from lockgate.datastream.state import ValueStateDescriptor
+from lockgate.runtime.errors import JobExecutionError
+
+KEYS = 4  # keys per split
+PER_SPLIT = 240  # records per split
+MAX_RECORDS = 40  # per split and epoch: 6 epochs
+EPOCHS = PER_SPLIT // MAX_RECORDS
+PART_SIZE = 160  # bytes: several part files (committables) per subtask and epoch
+UIDS = ("numbers", "count-per-key", "file-sink")
+RETAIN = ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+PARALLELISMS = pytest.mark.parametrize("parallelism", [1, 3])
+
+
+# The job -------------------------------------------------------------------------------------
+
+
+def records(splits: int) -> list[tuple[int, int]]:
+    """Split s (a contiguous chunk of the collection) holds (s, 0), (s, 1), ..."""
+    return [(split, i) for split in range(splits) for i in range(PER_SPLIT)]
+
+
+def reference(splits: int) -> Counter:
+    """The committed lines of a run without failures, computed in plain Python."""
+    counts: Counter = Counter()
+    lines: Counter = Counter()
+    for split, i in records(splits):
+        key = (split, i % KEYS)
+        counts[key] += 1
+        lines[f"{split},{i},{counts[key]}"] += 1
+    return lines
+
+
+def record_in_epoch(epoch: int, split: int = 0, offset: int = 7) -> tuple[int, int]:
+    return split, (epoch - 1) * MAX_RECORDS + offset
+
+
+class Trap:
+    """Raises on one record: the first ``times`` times it is seen, and while ``poison`` exists.
+
+    Attempts are counted with marker files, which all Spark workers of the machine share.
+    """
+
+    def __init__(self, record: tuple[int, int], marker_dir: Path, times: int = 0, poison=None):
+        self.record = tuple(record)
+        self.marker_dir = str(marker_dir)
+        self.times = times
+        self.poison = str(poison) if poison else None
+
+    def fired(self) -> int:
+        return len(list(Path(self.marker_dir).glob("fired-*")))
+
+    def __call__(self, value: Any) -> None:
+        if tuple(value) != self.record:
+            return
+        poisoned = self.poison is not None and Path(self.poison).exists()
+        if poisoned or self.fired() < self.times:
+            Path(self.marker_dir).mkdir(parents=True, exist_ok=True)
+            (Path(self.marker_dir) / f"fired-{uuid.uuid4().hex}").write_text("")
+            raise RuntimeError(f"trap fired on record {value!r}")
+
+
+class CountPerKey(KeyedProcessFunction):
+    """Running count per key in ValueState; the trap fires after the state update."""
+
+    def __init__(self, trap: Trap | None = None):
+        self.trap = trap
+
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
+
+    def process_element(self, value, ctx):
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        if self.trap is not None:
+            self.trap(value)
+        yield f"{value[0]},{value[1]},{count}"
+
+
+def file_sink(out: Path) -> FileSink:
+    return (
+        FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=PART_SIZE))
+        .build()
+    )
+
+
+def build_job(
+    env, out: Path, splits: int, trap: Trap | None = None, uids=UIDS, observer=None
+) -> None:
+    stream = env.from_collection(records(splits)).set_parallelism(splits).uid(uids[0])
+    if observer is not None:
+        stream = stream.map(observer).uid("observer")
+    (
+        stream.key_by(lambda r: (r[0], r[1] % KEYS))
+        .process(CountPerKey(trap))
+        .uid(uids[1])
+        .name("count per key")
+        .sink_to(file_sink(out))
+        .uid(uids[2])
+    )
+
+
+def checkpointed_env(
+    make_env,
+    checkpoints: Path,
+    parallelism: int,
+    *,
+    settings: dict[str, str] | None = None,
+    interval_ms: int = 1,
+    retained: int = 1,
+    retention: ExternalizedCheckpointRetention | None = None,
+    restart=None,
+):
+    env = make_env(parallelism, MAX_RECORDS)
+    if settings:
+        config = Configuration()
+        for key, value in settings.items():
+            config.set_string(key, value)
+        env.configure(config)
+    env.enable_checkpointing(interval_ms, CheckpointingMode.EXACTLY_ONCE)
+    checkpoint_config = env.get_checkpoint_config()
+    checkpoint_config.set_checkpoint_storage(FileSystemCheckpointStorage(str(checkpoints)))
+    checkpoint_config.set_num_retained_checkpoints(retained)
+    if retention is not None:
+        checkpoint_config.set_externalized_checkpoint_retention(retention)
+    env.set_restart_strategy(restart or RestartStrategies.fixed_delay_restart(3, 10))
+    return env
+
+
+# Checking the output -------------------------------------------------------------------------
+
+
+def visible_files(out: Path) -> list[Path]:
+    if not out.exists():
+        return []
+    return sorted(p for p in out.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def committed_lines(out: Path) -> Counter:
+    return Counter(line for part in visible_files(out) for line in part.read_text().splitlines())
+
+
+def assert_exactly_once(lines: Counter, splits: int) -> None:
+    expected = reference(splits)
+    missing = sorted(expected - lines)
+    extra = sorted(lines - expected)  # duplicates and wrong counts
+    assert not missing and not extra, (
+        f"committed output differs from the failure-free run: {len(missing)} lines missing "
+        f"(first {missing[:5]}), {len(extra)} unexpected or repeated (first {extra[:5]})"
+    )
+
+
+def assert_committed_output_exact(out: Path, splits: int) -> None:
+    assert_exactly_once(committed_lines(out), splits)
+    hidden = [p.name for p in out.rglob(".*") if "inprogress" in p.name]
+    assert not hidden, f"staged part files left behind after the job finished: {hidden[:5]}"
+
+
+def assert_ran_epochs(result, restarts_at_least: int = 0) -> None:
+    """At least 5 epochs and checkpoints; with a checkpoint after every epoch, recovery
+    restores the latest one, so no successful epoch ever runs twice."""
+    epochs = [e.epoch for e in result.epochs]
+    assert max(epochs) == EPOCHS and len(set(epochs)) >= EPOCHS - 1, epochs
+    assert epochs == sorted(set(epochs)), f"epochs ran again: not the latest checkpoint {epochs}"
+    completed = [c for c in result.checkpoints if c.status == "COMPLETED"]
+    assert len(completed) >= 5, [(c.id, c.epoch, c.status) for c in result.checkpoints]
+    assert completed[-1].epoch == EPOCHS, "the final checkpoint must commit all output"
+    assert result.restarts >= restarts_at_least, result.restarts
+
+
+def job_dirs(checkpoints: Path) -> list[Path]:
+    return sorted(p for p in checkpoints.iterdir() if p.is_dir()) if checkpoints.exists() else []
+
+
+def chk_dirs(job_dir: Path) -> list[Path]:
+    found = [p for p in job_dir.iterdir() if re.fullmatch(r"chk-\d+", p.name)]
+    return sorted(found, key=lambda p: int(p.name[4:]))
+
+
+def only_job_dir(checkpoints: Path) -> Path:
+    dirs = job_dirs(checkpoints)
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def metadata_body(chk: Path) -> dict[str, Any]:
+    return json.loads((chk / "_metadata").read_text())["body"]
+
+
+def referenced_state_files(job_dir: Path, chk: Path) -> set[Path]:
+    """State files a checkpoint's ``_metadata`` refers to (relative to the job directory)."""
+    files = set()
+    for operator in metadata_body(chk)["operators"].values():
+        for subtask in operator["subtasks"]:
+            for handle in ((subtask.get("keyed") or {}).get("groups") or {}).values():
+                path = handle[0]
+                if path.startswith("file://"):
+                    files.add(Path(path.removeprefix("file://")))
+                else:
+                    files.add(Path(path) if path.startswith("/") else job_dir / path)
+    return files
+
+
+def run_until_failure(make_env, tmp_path: Path, parallelism: int, fail_epoch: int, **kwargs):
+    """Run the job with restart strategy none until a poisoned record of ``fail_epoch``.
+
+    It fails after ``fail_epoch - 1`` completed checkpoints (one per epoch); a FAILED job
+    keeps its retained checkpoints when the retention is not NO_EXTERNALIZED_CHECKPOINTS.
+    Returns the job's checkpoint directory.
+    """
+    checkpoints = tmp_path / "checkpoints"
+    poison = tmp_path / "poison"
+    poison.write_text("")
+    env = checkpointed_env(
+        make_env,
+        checkpoints,
+        parallelism,
+        retained=kwargs.pop("retained", 3),
+        retention=kwargs.pop("retention", RETAIN),
+        restart=RestartStrategies.no_restart(),
+    )
+    trap = Trap(record_in_epoch(fail_epoch), tmp_path / "markers-first", poison=poison)
+    build_job(env, kwargs.pop("out", tmp_path / "out"), parallelism, trap, **kwargs)
+    with pytest.raises(JobExecutionError, match="trap fired"):
+        env.execute("first run")
+    poison.unlink()
+    return only_job_dir(checkpoints)
+
+
+def recovery_settings(path: Path, **extra: str) -> dict[str, str]:
+    return {"execution.state-recovery.path": str(path), **extra}
+
+
+# 1. A user function fails --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("parallelism, interval_ms", [(1, 1), (3, 1), (3, 400)])
+def test_user_function_failure_restores_latest_checkpoint(
+    make_env, tmp_path, parallelism, interval_ms
+):
+    # Two raises exhaust Spark's one task retry (local[2,2]): the restart strategy takes over.
+    trap = Trap(record_in_epoch(4, split=parallelism - 1), tmp_path / "markers", times=2)
+    env = checkpointed_env(make_env, tmp_path / "checkpoints", parallelism, interval_ms=interval_ms)
+    build_job(env, tmp_path / "out", parallelism, trap)
+    result = env.execute("user function failure")
+    assert trap.fired() == 2
+    assert result.restarts == 1
+    if interval_ms == 1:
+        assert_ran_epochs(result)
+    else:  # checkpoints every few epochs: recovery may run some epochs again
+        assert max(e.epoch for e in result.epochs) == EPOCHS
+        assert result.checkpoints and result.checkpoints[-1].epoch == EPOCHS
+    assert_committed_output_exact(tmp_path / "out", parallelism)
+
+
+# 2-5. Failures at the named injection points -------------------------------------------------
+
+
+@PARALLELISMS
+@pytest.mark.parametrize(
+    "inject, restarts",
+    [
+        ("after-snapshot-before-ack@3", 1),
+        ("after-metadata-before-commit@3", 1),
+        ("mid-commit@3", 1),
+        ("after-metadata-before-commit@2,during-restore@1", 2),
+        ("mid-commit@4,during-restore@1,during-restore@2", 3),
+    ],
+    ids=lambda v: str(v),
+)
+def test_injected_failure_leaves_exactly_once_output(
+    make_env, tmp_path, parallelism, inject, restarts
+):
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        parallelism,
+        settings={"lockgate.testing.inject-failure": inject},
+        retained=2,
+    )
+    build_job(env, tmp_path / "out", parallelism)
+    result = env.execute("injected failure")
+    assert_ran_epochs(result)
+    assert result.restarts == restarts, "every injected failure fires exactly once"
+    assert_committed_output_exact(tmp_path / "out", parallelism)
+
+
+def test_mid_commit_failure_falls_between_two_commits_of_one_checkpoint(make_env, tmp_path):
+    """When mid-commit fires, checkpoint 3 is partly committed; recovery completes it."""
+    seen: list[int] = []
+    out = tmp_path / "out"
+
+    class Watch(logging.Handler):
+        def emit(self, record):
+            if "injected failure at mid-commit" in record.getMessage():
+                seen.append(sum(committed_lines(out).values()))
+
+    handler = Watch()
+    logging.getLogger("lockgate").addHandler(handler)
+    try:
+        env = checkpointed_env(
+            make_env,
+            tmp_path / "checkpoints",
+            3,
+            settings={"lockgate.testing.inject-failure": "mid-commit@3"},
+        )
+        build_job(env, out, 3)
+        result = env.execute("mid commit")
+    finally:
+        logging.getLogger("lockgate").removeHandler(handler)
+    assert result.restarts == 1
+    assert len(seen) == 1, "the mid-commit failure did not fire (or was not logged)"
+    per_epoch = MAX_RECORDS * 3
+    assert 2 * per_epoch < seen[0] < 3 * per_epoch, (
+        f"{seen[0]} lines visible at the failure: expected epochs 1-2 and part of epoch 3"
+    )
+    assert_committed_output_exact(out, 3)
+
+
+@pytest.mark.parametrize(
+    "parallelism, inject", [(1, "mid-commit@3"), (3, "after-snapshot-before-ack@4")]
+)
+def test_file_source_positions_are_restored_exactly(make_env, tmp_path, parallelism, inject):
+    """A FileSource over several files resumes at the byte offsets of the restored barrier."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for split in range(3):
+        lines = [f"{split},{i}" for i in range(PER_SPLIT)]
+        (inputs / f"numbers-{split}.txt").write_text("\n".join(lines) + "\n")
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        parallelism,
+        settings={"lockgate.testing.inject-failure": inject},
+    )
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(inputs)
+    ).build()
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers")
+        .uid(UIDS[0])
+        .map(lambda line: tuple(int(x) for x in line.split(",")))
+        .key_by(lambda r: (r[0], r[1] % KEYS))
+        .process(CountPerKey())
+        .uid(UIDS[1])
+        .sink_to(file_sink(tmp_path / "out"))
+        .uid(UIDS[2])
+    )
+    result = env.execute("file source")
+    assert result.restarts == 1
+    epochs = [e.epoch for e in result.epochs]
+    assert max(epochs) >= EPOCHS and epochs == sorted(set(epochs)), epochs
+    assert len([c for c in result.checkpoints if c.status == "COMPLETED"]) >= 5
+    assert_committed_output_exact(tmp_path / "out", 3)
+
+
+# 6. Restart strategies -----------------------------------------------------------------------
+
+
+@PARALLELISMS
+def test_no_restart_strategy_fails_the_job_naming_the_failure(make_env, tmp_path, parallelism):
+    trap = Trap(record_in_epoch(2), tmp_path / "markers", times=2)
+    env = checkpointed_env(
+        make_env, tmp_path / "checkpoints", parallelism, restart=RestartStrategies.no_restart()
+    )
+    build_job(env, tmp_path / "out", parallelism, trap)
+    with pytest.raises(JobExecutionError) as info:
+        env.execute("no restart")
+    message = str(info.value)
+    assert "trap fired on record (0, 47)" in message
+    assert UIDS[1] in message and "epoch 2" in message, message
+    assert trap.fired() == 2, "no restart: the record is seen only by Spark's two attempts"
+    # FAILED with NO_EXTERNALIZED_CHECKPOINTS (the default): no checkpoint is kept.
+    assert job_dirs(tmp_path / "checkpoints") == []
+    # Only what checkpoint 1 committed is visible: the first epoch's output, exactly.
+    lines = committed_lines(tmp_path / "out")
+    expected = Counter(
+        line for line in reference(parallelism) if int(line.split(",")[1]) < MAX_RECORDS
+    )
+    assert lines == expected
+
+
+@PARALLELISMS
+def test_fixed_delay_strategy_gives_up_after_its_attempts(make_env, tmp_path, parallelism):
+    trap = Trap(record_in_epoch(3), tmp_path / "markers", times=4)  # two job failures
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        parallelism,
+        restart=RestartStrategies.fixed_delay_restart(1, 10),
+    )
+    build_job(env, tmp_path / "out", parallelism, trap)
+    with pytest.raises(JobExecutionError) as info:
+        env.execute("fixed delay, one attempt")
+    message = str(info.value)
+    assert "trap fired" in message and "fixed-delay" in message, message
+    assert "no restarts left" in message, message
+    assert trap.fired() == 4
+
+
+# Checkpoint statistics -----------------------------------------------------------------------
+
+
+@PARALLELISMS
+def test_checkpoint_statistics_in_job_result(make_env, tmp_path, parallelism):
+    checkpoints = tmp_path / "checkpoints"
+    env = checkpointed_env(make_env, checkpoints, parallelism)
+    build_job(env, tmp_path / "out", parallelism)
+    before = time.time()
+    result = env.execute("statistics")
+    after = time.time()
+    stats = result.checkpoints
+    assert [c.id for c in stats] == list(range(1, EPOCHS + 1))
+    assert [c.epoch for c in stats] == list(range(1, EPOCHS + 1))
+    assert all(c.status == "COMPLETED" and c.failure is None for c in stats)
+    triggers = [c.trigger_timestamp for c in stats]
+    assert triggers == sorted(triggers)
+    assert before - 1 <= triggers[0] and triggers[-1] <= after
+    for c in stats:
+        assert 0 < c.duration_ms < (after - before) * 1000
+        assert c.trigger_timestamp + c.duration_ms / 1000 <= after + 0.5
+        assert set(c.state_size_per_operator) >= {UIDS[1]}, c.state_size_per_operator
+        assert c.state_size_per_operator[UIDS[1]] > 0
+        assert c.size_bytes == sum(c.state_size_per_operator.values())
+        assert c.written_bytes > 0  # every key changes in every epoch
+        assert c.path and c.path.endswith(f"chk-{c.id}")
+        assert str(checkpoints) in c.path
+    # Each epoch's stats names the checkpoint it ended with.
+    assert [e.checkpoint_id for e in result.epochs] == [c.id for c in stats]
+    # The job finished with NO_EXTERNALIZED_CHECKPOINTS: its checkpoints are gone.
+    assert job_dirs(checkpoints) == []
+    assert_committed_output_exact(tmp_path / "out", parallelism)
+
+
+class SlowOnce(MapFunction):
+    """Sleeps once (per marker file) on one record: its epoch exceeds the checkpoint timeout."""
+
+    def __init__(self, record, marker: Path, seconds: float):
+        self.record = tuple(record)
+        self.marker = str(marker)
+        self.seconds = seconds
+
+    def map(self, value):
+        if tuple(value) == self.record and not Path(self.marker).exists():
+            Path(self.marker).write_text("")
+            time.sleep(self.seconds)
+        return value
+
+
+def test_checkpoint_timeout_is_a_failed_checkpoint_in_statistics(make_env, tmp_path):
+    env = checkpointed_env(make_env, tmp_path / "checkpoints", 1)
+    env.get_checkpoint_config().set_checkpoint_timeout(3000)
+    env.get_checkpoint_config().set_tolerable_checkpoint_failure_number(2)
+    marker = tmp_path / "slept"
+    build_job(env, tmp_path / "out", 1, observer=SlowOnce(record_in_epoch(3), marker, 6))
+    result = env.execute("timeout")
+    assert marker.exists()
+    failed = [c for c in result.checkpoints if c.status == "FAILED"]
+    assert 3 in [c.epoch for c in failed], [(c.id, c.epoch, c.status) for c in result.checkpoints]
+    assert all("timeout" in c.failure and c.size_bytes == 0 for c in failed), failed
+    assert result.restarts == 0, "a tolerated checkpoint failure is not a job failure"
+    ids = [c.id for c in result.checkpoints]
+    assert ids == sorted(set(ids))
+    assert result.checkpoints[-1].status == "COMPLETED"
+    assert_committed_output_exact(tmp_path / "out", 1)
+
+
+# Retention and shared state files ------------------------------------------------------------
+
+
+class ObserveCheckpoints(MapFunction):
+    """Records, inside Spark tasks, how many chk-<n> directories exist at epoch starts."""
+
+    def __init__(self, checkpoints: Path, notes: Path):
+        self.checkpoints = str(checkpoints)
+        self.notes = str(notes)
+
+    def map(self, value):
+        if value[1] % MAX_RECORDS == 0:
+            count = len(list(Path(self.checkpoints).glob("*/chk-*")))
+            Path(self.notes).mkdir(exist_ok=True)
+            (Path(self.notes) / f"{value[1]}-{uuid.uuid4().hex}").write_text(str(count))
+        return value
+
+
+@PARALLELISMS
+def test_retention_keeps_num_retained_and_only_needed_shared_files(make_env, tmp_path, parallelism):
+    """num-retained 2: never more than 2 chk dirs; shared files live exactly as long as needed.
+
+    Even records update one "hot" key per split in every epoch; odd records update a "cold"
+    key that changes only in epochs (1, 2), (3, 4), (5, 6). So the state files of epochs 1
+    and 3 are superseded entirely, while epoch 2's files stay needed by later checkpoints.
+    """
+    checkpoints = tmp_path / "checkpoints"
+    notes = tmp_path / "notes"
+    poison = tmp_path / "poison"
+    poison.write_text("")
+    env = checkpointed_env(
+        make_env,
+        checkpoints,
+        parallelism,
+        retained=2,
+        retention=RETAIN,
+        restart=RestartStrategies.no_restart(),
+    )
+    trap = Trap(record_in_epoch(6), tmp_path / "markers", poison=poison)
+
+    def key(r):
+        return (r[0], "hot") if r[1] % 2 == 0 else (r[0], "cold", r[1] // (2 * MAX_RECORDS))
+
+    (
+        env.from_collection(records(parallelism))
+        .set_parallelism(parallelism)
+        .uid(UIDS[0])
+        .map(ObserveCheckpoints(checkpoints, notes))
+        .key_by(key)
+        .process(CountPerKey(trap))
+        .uid(UIDS[1])
+        .sink_to(file_sink(tmp_path / "out"))
+        .uid(UIDS[2])
+    )
+    with pytest.raises(JobExecutionError, match="trap fired"):
+        env.execute("retention")
+    observed = [int(p.read_text()) for p in notes.iterdir()]
+    assert observed and max(observed) == 2, sorted(observed)
+    job_dir = only_job_dir(checkpoints)
+    retained = chk_dirs(job_dir)
+    assert [p.name for p in retained] == ["chk-4", "chk-5"]
+    referenced: set[Path] = set()
+    for chk in retained:
+        referenced |= referenced_state_files(job_dir, chk)
+    missing = [str(p) for p in referenced if not p.exists()]
+    assert not missing, f"retained checkpoints refer to deleted state files: {missing}"
+    assert all(job_dir / "shared" in p.parents for p in referenced), referenced
+    on_disk = {p for p in (job_dir / "shared").rglob("*.lgks")}
+    unreferenced = sorted(str(p) for p in on_disk - referenced)
+    assert not unreferenced, f"state files no retained checkpoint needs: {unreferenced}"
+
+    def epoch_of(path: Path) -> int:
+        match = re.search(r"(?:^|[^a-z0-9])e(\d+)-", path.name)
+        assert match, path.name
+        return int(match.group(1))
+
+    epochs_on_disk = {epoch_of(p) for p in on_disk}
+    assert 2 in epochs_on_disk, "epoch 2's cold-key state is shared by chk-4 and chk-5"
+    assert not epochs_on_disk & {1, 3}, f"superseded files kept: {sorted(epochs_on_disk)}"
+    # What the failed job committed is exactly the output of its first 5 epochs.
+    lines = committed_lines(tmp_path / "out")
+    assert len(lines) == sum(lines.values()) == 5 * MAX_RECORDS * parallelism
+
+
+# 7. Damaged and foreign checkpoints ----------------------------------------------------------
+
+
+def truncate(metadata: Path) -> None:
+    data = metadata.read_bytes()
+    metadata.write_bytes(data[: len(data) // 2])
+
+
+def break_checksum(metadata: Path) -> None:
+    """Change one byte of the body (an epoch number), keeping the JSON valid."""
+    data = metadata.read_bytes()
+    match = re.search(rb'"epoch": ?(\d)', data)
+    assert match, data[:200]
+    digit = match.group(1)
+    flipped = b"9" if digit != b"9" else b"8"
+    metadata.write_bytes(data[: match.start(1)] + flipped + data[match.end(1) :])
+
+
+@pytest.mark.parametrize(
+    "parallelism, damaged",
+    [(1, {4: truncate}), (1, {4: break_checksum}), (3, {4: truncate, 3: break_checksum})],
+    ids=["p1-truncated", "p1-checksum", "p3-truncated-and-checksum"],
+)
+def test_damaged_metadata_recovery_takes_previous_checkpoint(
+    make_env, tmp_path, caplog, parallelism, damaged
+):
+    job_dir = run_until_failure(make_env, tmp_path, parallelism, fail_epoch=5)
+    retained = chk_dirs(job_dir)
+    assert [p.name for p in retained] == ["chk-2", "chk-3", "chk-4"]
+    for checkpoint_id, damage in damaged.items():
+        damage(job_dir / f"chk-{checkpoint_id}" / "_metadata")
+    latest = retained[-1]
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        parallelism,
+        settings=recovery_settings(latest),
+        retention=RETAIN,
+    )
+    build_job(env, tmp_path / "out", parallelism)
+    with caplog.at_level(logging.WARNING, logger="lockgate"):
+        result = env.execute("resume past a damaged checkpoint")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    for checkpoint_id, damage in damaged.items():
+        path = str(job_dir / f"chk-{checkpoint_id}" / "_metadata")
+        words = "truncated" if damage is truncate else "checksum"
+        assert any(path in w and words in w for w in warnings), (path, warnings)
+    # Restored from the newest intact checkpoint: the epochs after it ran again, and the
+    # part files they had committed before were written again under the same names.
+    restored_epoch = min(damaged) - 1
+    assert [e.epoch for e in result.epochs] == list(range(restored_epoch + 1, EPOCHS + 1))
+    assert_committed_output_exact(tmp_path / "out", parallelism)
+
+
+def test_unknown_metadata_version_without_earlier_checkpoint_fails_naming_path_and_version(
+    make_env, tmp_path
+):
+    job_dir = run_until_failure(make_env, tmp_path, 3, fail_epoch=5)
+    earliest = chk_dirs(job_dir)[0]
+    metadata = earliest / "_metadata"
+    envelope = json.loads(metadata.read_text())
+    envelope["version"] = 99
+    metadata.write_text(json.dumps(envelope, sort_keys=True, indent=1))
+    before = committed_lines(tmp_path / "out")
+    env = checkpointed_env(make_env, tmp_path / "again", 3, settings=recovery_settings(earliest))
+    build_job(env, tmp_path / "out", 3)
+    with pytest.raises(Exception) as info:
+        env.execute("unknown version")
+    message = str(info.value)
+    assert str(metadata) in message and "version 99" in message, message
+    assert committed_lines(tmp_path / "out") == before
+
+
+@pytest.mark.parametrize("what", ["missing-job-dir", "missing-chk", "missing-metadata-file"])
+def test_recovery_path_that_does_not_exist_fails_naming_it(make_env, tmp_path, what):
+    job_dir = tmp_path / "checkpoints" / "0123abcd"
+    if what == "missing-job-dir":
+        path = job_dir / "chk-3"
+    else:
+        (job_dir / "chk-1").mkdir(parents=True)
+        path = job_dir / "chk-7" if what == "missing-chk" else job_dir / "chk-7" / "_metadata"
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "again",
+        1,
+        settings=recovery_settings(path),
+        restart=RestartStrategies.no_restart(),
+    )
+    build_job(env, tmp_path / "out", 1)
+    with pytest.raises(Exception) as info:
+        env.execute("missing path")
+    message = str(info.value)
+    assert str(path) in message and "does not exist" in message, message
+    assert committed_lines(tmp_path / "out") == Counter()
+
+
+def test_checkpoint_of_another_job_fails_unless_unclaimed_state_is_ignored(make_env, tmp_path):
+    other_uids = ("other-numbers", "other-count", "other-sink")
+    job_dir = run_until_failure(
+        make_env, tmp_path, 3, fail_epoch=4, uids=other_uids, out=tmp_path / "other-out"
+    )
+    latest = chk_dirs(job_dir)[-1]
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "again",
+        3,
+        settings=recovery_settings(latest),
+        restart=RestartStrategies.no_restart(),
+    )
+    build_job(env, tmp_path / "out", 3)
+    with pytest.raises(Exception) as info:
+        env.execute("foreign checkpoint")
+    message = str(info.value)
+    assert str(latest) in message, message
+    assert "other-numbers" in message and "other-count" in message, message
+    assert committed_lines(tmp_path / "out") == Counter()
+
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "again",
+        3,
+        settings=recovery_settings(
+            latest, **{"execution.state-recovery.ignore-unclaimed-state": "true"}
+        ),
+    )
+    build_job(env, tmp_path / "out", 3)
+    env.execute("foreign checkpoint, ignored")
+    # No operator of this job had state there: it starts from the beginning.
+    assert_committed_output_exact(tmp_path / "out", 3)
+
+
+def test_damaged_latest_checkpoint_in_run_restores_the_previous_one(make_env, tmp_path, caplog):
+    """In-run recovery reads the latest checkpoint's _metadata; a damaged one is skipped."""
+    checkpoints = tmp_path / "checkpoints"
+
+    class TruncateLatest(MapFunction):
+        def __init__(self, checkpoints: Path, record):
+            self.checkpoints = str(checkpoints)
+            self.record = tuple(record)
+
+        def map(self, value):
+            if tuple(value) == self.record:
+                latest = sorted(Path(self.checkpoints).glob("*/chk-*"), key=lambda p: p.name)
+                metadata = latest[-1] / "_metadata"
+                if latest[-1].name == "chk-3" and metadata.stat().st_size > 20:
+                    truncate(metadata)
+            return value
+
+    env = checkpointed_env(
+        make_env,
+        checkpoints,
+        1,
+        settings={"lockgate.testing.inject-failure": "after-snapshot-before-ack@4"},
+        retained=2,
+    )
+    observer = TruncateLatest(checkpoints, record_in_epoch(4, offset=0))
+    build_job(env, tmp_path / "out", 1, observer=observer)
+    with caplog.at_level(logging.WARNING, logger="lockgate"):
+        result = env.execute("damaged in run")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("chk-3/_metadata" in w and "truncated" in w for w in warnings), warnings
+    assert result.restarts == 1
+    # Restored from chk-2: epoch 3 ran again after the failure of epoch 4.
+    assert [e.epoch for e in result.epochs] == [1, 2, 3, 3, 4, 5, 6]
+    assert_committed_output_exact(tmp_path / "out", 1)
+
+
+@pytest.mark.parametrize(
+    "retention, kept",
+    [(RETAIN, True), (ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION, False)],
+    ids=["retain", "delete"],
+)
+def test_cancel_applies_externalized_retention(make_env, tmp_path, retention, kept):
+    checkpoints = tmp_path / "checkpoints"
+    env = checkpointed_env(make_env, checkpoints, 1, retained=2, retention=retention)
+    stream = (
+        env.from_collection(records(1)).key_by(lambda r: (r[0], r[1] % KEYS)).process(CountPerKey())
+    )
+    received = []
+    with stream.execute_and_collect() as results:
+        for value in results:
+            received.append(value)
+            if len(received) == 3 * MAX_RECORDS:
+                break
+    # Collected results are released by checkpoints: the first three epochs, exactly.
+    assert Counter(received) == Counter(list(reference(1))[: 3 * MAX_RECORDS])
+    if kept:
+        job = only_job_dir(checkpoints)
+        assert [p.name for p in chk_dirs(job)] == ["chk-2", "chk-3"]
+        for chk in chk_dirs(job):
+            missing = [p for p in referenced_state_files(job, chk) if not p.exists()]
+            assert not missing, missing
+    else:
+        assert job_dirs(checkpoints) == []
+
+
+def test_resumed_job_checkpoints_do_not_need_the_old_job_directory(make_env, tmp_path):
+    """After a resume, the new job's checkpoints hold all state they need (as Flink's
+    NO_CLAIM mode): the first job's directory can be deleted."""
+    first_dir = run_until_failure(make_env, tmp_path, 3, fail_epoch=3)
+    poison = tmp_path / "poison"
+    poison.write_text("")
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "second-checkpoints",
+        3,
+        settings=recovery_settings(chk_dirs(first_dir)[-1]),
+        retained=2,
+        retention=RETAIN,
+        restart=RestartStrategies.no_restart(),
+    )
+    trap = Trap(record_in_epoch(5), tmp_path / "markers-second", poison=poison)
+    build_job(env, tmp_path / "out", 3, trap)
+    with pytest.raises(JobExecutionError, match="trap fired"):
+        env.execute("second run")
+    poison.unlink()
+    second_dir = only_job_dir(tmp_path / "second-checkpoints")
+    latest = chk_dirs(second_dir)[-1]
+    assert metadata_body(latest)["epoch"] == 4
+    for chk in chk_dirs(second_dir):
+        outside = [
+            p for p in referenced_state_files(second_dir, chk) if second_dir not in p.parents
+        ]
+        assert not outside, f"{chk.name} refers to files of the first job: {outside[:3]}"
+    shutil.rmtree(first_dir)
+    env = checkpointed_env(
+        make_env, tmp_path / "third-checkpoints", 3, settings=recovery_settings(latest)
+    )
+    build_job(env, tmp_path / "out", 3)
+    result = env.execute("third run")
+    assert [e.epoch for e in result.epochs] == [5, 6]
+    assert_committed_output_exact(tmp_path / "out", 3)
+
+
+# 8. Resume in a new run ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "parallelism, use_metadata_file", [(1, True), (3, False)], ids=["p1-metadata", "p3-chk-dir"]
+)
+def test_resume_in_new_run_continues_output_exactly_once(
+    make_env, tmp_path, parallelism, use_metadata_file
+):
+    job_dir = run_until_failure(make_env, tmp_path, parallelism, fail_epoch=4)
+    latest = chk_dirs(job_dir)[-1]
+    assert latest.name == "chk-3"
+    before = {p: p.read_bytes() for p in visible_files(tmp_path / "out")}
+    before_lines = committed_lines(tmp_path / "out")
+    assert sum(before_lines.values()) == 3 * MAX_RECORDS * parallelism
+    path = latest / "_metadata" if use_metadata_file else latest
+    env = checkpointed_env(
+        make_env, tmp_path / "checkpoints", parallelism, settings=recovery_settings(path)
+    )
+    build_job(env, tmp_path / "out", parallelism)
+    result = env.execute("resumed")
+    assert [e.epoch for e in result.epochs] == [4, 5, 6]
+    assert result.restarts == 0
+    # The first run's committed files are untouched; the second run adds the rest.
+    assert {p: p.read_bytes() for p in before} == before
+    after_lines = Counter(
+        line
+        for part in visible_files(tmp_path / "out")
+        if part not in before
+        for line in part.read_text().splitlines()
+    )
+    assert_exactly_once(before_lines + after_lines, parallelism)
+    assert_committed_output_exact(tmp_path / "out", parallelism)
+    # The resumed job finished: its own checkpoints are gone, the old job's are kept.
+    assert [p.name for p in chk_dirs(job_dir)] == ["chk-1", "chk-2", "chk-3"]
+
+
+def test_resume_then_fail_again_restores_the_resumed_checkpoint(make_env, tmp_path):
+    """A failed restore of the recovery path is retried; a failure before the resumed job's
+    first checkpoint goes back to the recovery path."""
+    job_dir = run_until_failure(make_env, tmp_path, 1, fail_epoch=4)
+    latest = chk_dirs(job_dir)[-1]
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        1,
+        settings=recovery_settings(
+            latest,
+            **{"lockgate.testing.inject-failure": "during-restore@1,after-snapshot-before-ack@4"},
+        ),
+    )
+    build_job(env, tmp_path / "out", 1)
+    result = env.execute("resumed, failing")
+    assert result.restarts == 2
+    assert [e.epoch for e in result.epochs] == [4, 5, 6]
+    assert_committed_output_exact(tmp_path / "out", 1)
+
+
+# Collected results are exactly-once too -------------------------------------------------------
+
+
+@PARALLELISMS
+def test_execute_and_collect_is_exactly_once_when_commit_fails(make_env, tmp_path, parallelism):
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        parallelism,
+        settings={"lockgate.testing.inject-failure": "after-metadata-before-commit@3"},
+    )
+    stream = (
+        env.from_collection(records(parallelism))
+        .set_parallelism(parallelism)
+        .key_by(lambda r: (r[0], r[1] % KEYS))
+        .process(CountPerKey())
+    )
+    with stream.execute_and_collect() as results:
+        collected = Counter(results)
+    assert_exactly_once(collected, parallelism)

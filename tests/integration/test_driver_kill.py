@@ -1,0 +1,144 @@
+"""SIGKILL the driver of a running job, start it again from its checkpoint directory.
+
+The job (``driver_kill_job.py``) runs in its own process group: its Python driver, the
+Spark JVM it launched and Spark's Python workers. Once it has completed at least two
+checkpoints, the whole group is killed with SIGKILL: no cleanup code runs, as when a
+machine dies. The same program is then started in a new process with
+``execution.state-recovery.path`` set to the newest ``chk-<n>`` of the killed job, and
+its committed output must equal that of a run without failure: nothing lost, nothing twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from driver_kill_job import MAX_RECORDS, PER_SPLIT, reference
+
+SCRIPT = Path(__file__).with_name("driver_kill_job.py")
+START_TIMEOUT_S = 120  # until two checkpoints exist
+RUN_TIMEOUT_S = 180
+
+
+def committed_lines(out: Path) -> Counter:
+    return Counter(
+        line
+        for part in sorted(out.rglob("*"))
+        if part.is_file() and not part.name.startswith(".")
+        for line in part.read_text().splitlines()
+    )
+
+
+def completed_checkpoints(job_dir: Path) -> list[Path]:
+    """chk-<n> directories whose _metadata exists, oldest first."""
+    found = [
+        p
+        for p in job_dir.glob("chk-*")
+        if re.fullmatch(r"chk-\d+", p.name) and (p / "_metadata").exists()
+    ]
+    return sorted(found, key=lambda p: int(p.name[4:]))
+
+
+def start(tmp_path: Path, name: str, parallelism: int, recovery: Path | None = None):
+    args = [
+        sys.executable,
+        str(SCRIPT),
+        str(tmp_path / "out"),
+        str(tmp_path / "checkpoints"),
+        str(tmp_path / f"work-{name}"),
+        str(parallelism),
+    ]
+    if recovery is not None:
+        args.append(str(recovery))
+    log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed by the caller
+    process = subprocess.Popen(
+        args, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    return process, log
+
+
+def log_tail(tmp_path: Path, name: str, lines: int = 40) -> str:
+    text = (tmp_path / f"{name}.log").read_text(errors="replace").splitlines()
+    return "\n".join(line for line in text[-lines:])
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL the driver, then everything else in its process group (the JVM, workers)."""
+    os.kill(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("processes of the killed job are still alive")
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parallelism):
+    checkpoints = tmp_path / "checkpoints"
+    first, first_log = start(tmp_path, "first", parallelism)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while len(list(checkpoints.glob("*/chk-*/_metadata"))) < 2:
+            if first.poll() is not None:
+                pytest.fail(f"the job ended before it was killed:\n{log_tail(tmp_path, 'first')}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no two checkpoints in time:\n{log_tail(tmp_path, 'first')}")
+            time.sleep(0.05)
+        assert first.poll() is None, "the job must still be running when it is killed"
+        kill_group(first)
+    finally:
+        if first.poll() is None:
+            kill_group(first)
+        first_log.close()
+
+    job_dirs = [p for p in checkpoints.iterdir() if p.is_dir()]
+    assert len(job_dirs) == 1, job_dirs
+    retained = completed_checkpoints(job_dirs[0])
+    assert len(retained) >= 2, retained
+    latest = retained[-1]
+    restored_epoch = json.loads((latest / "_metadata").read_text())["body"]["epoch"]
+    epochs = PER_SPLIT // MAX_RECORDS
+    assert restored_epoch < epochs, "the killed job had already finished its input"
+    before = committed_lines(tmp_path / "out")
+    expected = reference(parallelism)
+    assert 0 < sum(before.values()) < sum(expected.values())
+    assert not before - expected, "the killed job committed lines no failure-free run has"
+
+    second, second_log = start(tmp_path, "second", parallelism, recovery=latest)
+    try:
+        returncode = second.wait(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        kill_group(second)
+        pytest.fail(f"the resumed job did not finish:\n{log_tail(tmp_path, 'second')}")
+    finally:
+        second_log.close()
+    assert returncode == 0, log_tail(tmp_path, "second")
+    output = (tmp_path / "second.log").read_text(errors="replace")
+    summary = json.loads(re.search(r"^RESULT (.*)$", output, re.MULTILINE).group(1))
+    assert summary["epochs"][0] == restored_epoch + 1, summary
+    assert summary["epochs"][-1] == epochs, summary
+
+    lines = committed_lines(tmp_path / "out")
+    missing = sorted(expected - lines)
+    extra = sorted(lines - expected)
+    assert not missing and not extra, (
+        f"{len(missing)} lines missing (first {missing[:5]}), {len(extra)} unexpected or "
+        f"repeated (first {extra[:5]})"
+    )
+    staged = [p.name for p in (tmp_path / "out").rglob(".*") if "inprogress" in p.name]
+    assert not staged, f"staged part files of the killed job are left behind: {staged[:5]}"
