@@ -64,7 +64,6 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib.util
-import os
 import random
 import statistics
 import sys
@@ -81,7 +80,6 @@ from lockgate.datastream import ExternalizedCheckpointRetention, StreamExecution
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors import DiscardingSink
 from lockgate.runtime.errors import JobExecutionError
-from lockgate.runtime.spark_session import get_or_create_session
 from lockgate.state.key_groups import default_max_parallelism, key_group_for_hash
 from lockgate.state.key_hash import stable_key_hash
 
@@ -355,15 +353,7 @@ def recovery(spark, args, work_dir: str, overhead_ms: float, max_parallelism: in
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    print(f"cores={os.cpu_count()} python={sys.version.split()[0]} master={args.master}")
-    spark = get_or_create_session(
-        {
-            "spark.master": args.master,
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": "2g",
-        }
-    )
+    spark = keyed_count.start_session(args.master)
     sc = spark.sparkContext
     events = keyed_count.make_events(args.events, args.keys)
     print(

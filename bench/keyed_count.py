@@ -129,17 +129,22 @@ def run_job(spark, args: argparse.Namespace, events: list, work_dir: str):
     return time.perf_counter() - started, result
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    print(f"cores={os.cpu_count()} python={sys.version.split()[0]} master={args.master}")
-    spark = get_or_create_session(
+def start_session(master: str):
+    """The benchmarks' Spark session, after a line naming the machine."""
+    print(f"cores={os.cpu_count()} python={sys.version.split()[0]} master={master}")
+    return get_or_create_session(
         {
-            "spark.master": args.master,
+            "spark.master": master,
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.memory": "2g",
         }
     )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    spark = start_session(args.master)
     sc = spark.sparkContext
     events = make_events(args.events, args.keys)
     with tempfile.TemporaryDirectory(prefix="lockgate-bench-") as work_dir:
