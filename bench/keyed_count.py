@@ -98,6 +98,10 @@ def job_overhead_ms(sc, runs: int = OVERHEAD_RUNS) -> float:
 
 
 def _nothing(index, items):
+    # Read the whole input: a Python task that leaves shuffled input unread makes PySpark
+    # drop its worker, and the next task then pays for a new one (+100-200 ms per job).
+    for _ in items:
+        pass
     return iter(())
 
 

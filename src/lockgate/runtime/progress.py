@@ -28,6 +28,7 @@ class EpochProgress:
         self.console.print(
             f"[bold]{self.job_name}[/] epoch {stats.epoch:>3} | {stats.records:>8,} records "
             f"in {stats.duration_ms / 1000:5.2f} s ({rate:>9,.0f}/s) | total {self.total:>10,} "
-            f"| state {human_bytes(stats.state_bytes)} ({stats.state_entries:,} entries)",
+            f"| state {human_bytes(stats.state_bytes)} ({stats.state_entries:,} entries)"
+            + (f" | checkpoint {stats.checkpoint_id}" if stats.checkpoint_id else ""),
             soft_wrap=True,
         )
