@@ -80,11 +80,16 @@ class RebalanceWriter(ChannelWriter):
             self.flush(target)
 
 
+# Per Python worker: key -> key group, by max parallelism. Survives subtask rebuilds (a
+# subtask lands in another worker about every other epoch).
+_KEY_GROUP_CACHES: dict[int, dict[Any, int]] = {}
+
+
 class KeyGroupWriter(ChannelWriter):
     """Routes each record to the subtask owning its key group (Flink's formulas).
 
-    The key and its key group travel with the record, so the receiving keyed operator does
-    not compute them again.
+    A batch travels as two columns, (key groups, pickled values); the receiving keyed
+    operator extracts the key again from the value, as Flink's keyed operators do.
     """
 
     def __init__(
@@ -100,7 +105,9 @@ class KeyGroupWriter(ChannelWriter):
         self.key_fn: Callable[[Any], Any] = resolve_callable(key_selector, "get_key", "KeySelector")
         self.max_parallelism = max_parallelism
         self.target_name = target_name
-        self.key_groups: dict[Any, int] = {}  # hot keys skip hashing
+        self.key_groups = _KEY_GROUP_CACHES.setdefault(max_parallelism, {})
+        self.target_of = [kg * targets // max_parallelism for kg in range(max_parallelism)]
+        self.group_buffers: list[list[int]] = [[] for _ in range(targets)]
 
     def _key_group(self, key: Any) -> int:
         key_group = murmur_hash(stable_key_hash(key)) % self.max_parallelism
@@ -110,15 +117,35 @@ class KeyGroupWriter(ChannelWriter):
         return key_group
 
     def process(self, value: Any) -> None:
-        try:
-            key = self.key_fn(value)
-            key_group = self.key_groups.get(key)
-            if key_group is None:
-                key_group = self._key_group(key)
-        except Exception as exc:
-            raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
-        target = key_group * self.targets // self.max_parallelism
-        buffer = self.buffers[target]
-        buffer.append((key_group, key, dumps(value, HIGHEST_PROTOCOL)))
-        if len(buffer) >= BATCH_SIZE:
-            self.flush(target)
+        self.process_batch((value,))
+
+    def process_batch(self, values: Any) -> None:
+        key_fn = self.key_fn
+        cached = self.key_groups.get
+        target_of = self.target_of
+        buffers = self.buffers
+        group_buffers = self.group_buffers
+        for value in values:
+            try:
+                key = key_fn(value)
+                key_group = cached(key)
+                if key_group is None:
+                    key_group = self._key_group(key)
+            except Exception as exc:
+                raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
+            target = target_of[key_group]
+            buffer = buffers[target]
+            buffer.append(dumps(value, HIGHEST_PROTOCOL))
+            group_buffers[target].append(key_group)
+            if len(buffer) >= BATCH_SIZE:
+                self.flush(target)
+
+    def flush(self, buffer_index: int) -> None:
+        buffer = self.buffers[buffer_index]
+        if buffer:
+            batch = (self.group_buffers[buffer_index], buffer)
+            item = (self.edge_id, self.ctx.index, self.sequence, batch)
+            self.ctx.outbox.append((buffer_index, item))
+            self.sequence += 1
+            self.buffers[buffer_index] = []
+            self.group_buffers[buffer_index] = []

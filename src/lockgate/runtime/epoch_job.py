@@ -8,6 +8,7 @@ once; the epoch's Spark job is the union of the tasks that end the graph.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import uuid
 from pickle import loads
@@ -62,11 +63,17 @@ class EpochJob:
         results: list[RDD] = []
         try:
             for vertex in self.job.vertices:
+                task = tasks[vertex.id]
                 if vertex.is_source:
-                    base = sc.parallelize(range(vertex.parallelism), vertex.parallelism)
+                    # Partition i carries subtask i's assignments (a collection source's
+                    # records included): each task deserializes only its own slice, and
+                    # the task closure stays small (no per-epoch broadcast of the command).
+                    parts = [task.assignments.get(i, []) for i in range(vertex.parallelism)]
+                    task = dataclasses.replace(task, assignments={})
+                    base = sc.parallelize(parts, vertex.parallelism)
                 else:
                     base = self._shuffle_input(vertex, rdds)
-                rdd = base.mapPartitionsWithIndex(tasks[vertex.id])
+                rdd = base.mapPartitionsWithIndex(task)
                 consumers = {edge.target.id for edge in vertex.outputs}
                 collects = _collects(vertex)
                 if len(consumers) + int(collects) > 1:

@@ -8,6 +8,7 @@ as Spark partition items while the input is processed.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -41,6 +42,20 @@ def _live_subtasks(run_id: str) -> dict[tuple[int, int], Subtask]:
     else:
         _live.move_to_end(run_id)
     return live
+
+
+_gc_frozen = False
+
+
+def _freeze_long_lived() -> None:
+    """PySpark's daemon runs a full gc.collect() after every task of a reused worker; move
+    what lives as long as the worker (modules, graph, subtasks built so far) out of its
+    reach, once per worker."""
+    global _gc_frozen
+    if not _gc_frozen:
+        gc.collect()
+        gc.freeze()
+        _gc_frozen = True
 
 
 def _drain(outbox: list[Any]) -> list[Any]:
@@ -89,13 +104,13 @@ class EpochTask:
         progress: dict[str, Any] = {}
         records_in = 0
         if subtask.source is not None:
-            emit = subtask.source_emit
-            for assignment in self.assignments.get(index, ()):
+            emit_batch = subtask.source_emit_batch
+            # The source's assignments arrive as this partition's data (see EpochJob).
+            for assignment in [a for part in items for a in part]:
                 reader = subtask.source.read(assignment, progress)
                 while True:
                     chunk = list(islice(reader, _SOURCE_CHUNK))
-                    for record in chunk:
-                        emit(record)
+                    emit_batch(chunk)
                     records_in += len(chunk)
                     if outbox:
                         yield from _drain(outbox)
@@ -105,8 +120,7 @@ class EpochTask:
             deliver = subtask.deliver
             batches = sorted((payload for _, payload in items), key=_channel_order)
             for edge_id, _, _, batch in batches:
-                deliver[edge_id](batch)
-                records_in += len(batch)
+                records_in += deliver[edge_id](batch)
                 if outbox:
                     yield from _drain(outbox)
         subtask.end_epoch(self.end_of_input)
@@ -135,6 +149,7 @@ class EpochTask:
             subtask.close()
         else:
             live[(self.vertex_id, index)] = subtask
+        _freeze_long_lived()
 
 
 def _channel_order(payload: tuple[int, int, int, list[Any]]) -> tuple[int, int, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pickle import HIGHEST_PROTOCOL, dumps
+from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
 from lockgate.runtime.context import KeyedProcessContext, ProcessContext, SubtaskRuntimeContext
@@ -67,6 +67,22 @@ class Operator:
 
     def process(self, value: Any) -> None:
         raise NotImplementedError
+
+    def process_batch(self, values: Any) -> None:
+        process = self.process
+        for value in values:
+            process(value)
+
+    def process_keyed_batch(self, key_groups: list[int], data: list[bytes], key_fn: Any) -> None:
+        """One shuffled batch of a keyed input: key groups and pickled values."""
+        process_keyed = self.process_keyed
+        for key_group, blob in zip(key_groups, data, strict=True):
+            value = loads(blob)
+            try:
+                key = key_fn(value)
+            except Exception as exc:
+                raise self.failure(exc, value, "the key selector") from exc
+            process_keyed(key_group, key, value)
 
     def snapshot_state(self) -> Any:
         """Operator state to carry to the next epoch, as JSON (None: stateless)."""
@@ -210,6 +226,24 @@ class KeyedProcessOperator(Operator):
         self.fn = function.process_element
         self.set_key = ctx.keyed_backend.set_current_key
         self.process_ctx = KeyedProcessContext(ctx.keyed_backend.ctx)
+        self.key_ctx = ctx.keyed_backend.ctx
+
+    def process_keyed_batch(self, key_groups: list[int], data: list[bytes], key_fn: Any) -> None:
+        key_ctx = self.key_ctx
+        fn = self.fn
+        process_ctx = self.process_ctx
+        emit = self.emit
+        for key_group, blob in zip(key_groups, data, strict=True):
+            value = loads(blob)
+            try:
+                key_ctx.key = key_fn(value)
+                key_ctx.group = key_group
+                result = fn(value, process_ctx)
+                outs = list(result) if result is not None else ()
+            except Exception as exc:
+                raise self.failure(exc, value) from exc
+            for out in outs:
+                emit(out)
 
     def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         self.set_key(key_group, key)

@@ -14,7 +14,7 @@ from typing import Any
 from lockgate.checkpoint.storage import Storage, read_url
 from lockgate.runtime.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
 from lockgate.runtime.context import SubtaskRuntimeContext
-from lockgate.runtime.operators import Operator, OperatorContext, _drop
+from lockgate.runtime.operators import Operator, OperatorContext, _drop, resolve_callable
 from lockgate.state import snapshot
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.key_groups import key_group_range
@@ -35,22 +35,24 @@ def _fan_out(targets: list[Callable[[Any], None]]) -> Callable[[Any], None]:
     return emit
 
 
-def _keyed_batches(process_keyed: Callable[[int, Any, Any], None]) -> BatchConsumer:
-    def deliver(batch: list[tuple[int, Any, bytes]]) -> None:
-        for key_group, key, data in batch:
-            process_keyed(key_group, key, loads(data))
+def _keyed_batches(head: Operator, key_fn: Any) -> BatchConsumer:
+    def deliver(batch: tuple[list[int], list[bytes]]) -> int:
+        head.process_keyed_batch(batch[0], batch[1], key_fn)
+        return len(batch[1])
 
     return deliver
 
 
 def _unkeyed_batches(process: Callable[[Any], None], keyed_edge: bool) -> BatchConsumer:
-    def deliver_values(batch: list[bytes]) -> None:
+    def deliver_values(batch: list[bytes]) -> int:
         for data in batch:
             process(loads(data))
+        return len(batch)
 
-    def deliver_keyed(batch: list[tuple[int, Any, bytes]]) -> None:
-        for _, _, data in batch:
+    def deliver_keyed(batch: tuple[list[int], list[bytes]]) -> int:
+        for data in batch[1]:
             process(loads(data))
+        return len(batch[1])
 
     return deliver_keyed if keyed_edge else deliver_values
 
@@ -79,6 +81,7 @@ class Subtask:
         edges_from = {}
         for edge in vertex.outputs:
             edges_from.setdefault(id(edge.stream_edge.source), []).append(edge)
+        head_writers: list[Operator] = []
         for node in reversed(vertex.nodes):
             ctx = self._context(node, attempt)
             targets = [
@@ -88,6 +91,8 @@ class Subtask:
                 writer = self._writer(edge, ctx)
                 self.writers.append(writer)
                 targets.append(writer.process)
+                if node is head:
+                    head_writers.append(writer)
             emits[id(node)] = _fan_out(targets)
             if node.is_source:
                 continue
@@ -97,17 +102,32 @@ class Subtask:
         self.operators = [built[id(n)] for n in vertex.nodes if id(n) in built]
         self.source = head.operator if vertex.is_source else None
         self.source_emit = emits[id(head)]
+        batch_targets = [
+            built[id(e.target)] for e in head.outputs if id(e.target) in in_chain
+        ] + head_writers
+
+        def source_emit_batch(values: list[Any]) -> None:
+            for target in batch_targets:
+                target.process_batch(values)
+
+        self.source_emit_batch = source_emit_batch
         # Per input edge: what takes one shuffled batch to the head operator.
         self.deliver: dict[int, BatchConsumer] = {}
         if not vertex.is_source:
             head_operator = built[id(head)]
             for edge in vertex.inputs:
                 by_key = edge.partitioning.kind == "key_group"
-                self.deliver[edge.id] = (
-                    _keyed_batches(head_operator.process_keyed)
-                    if vertex.keyed
-                    else _unkeyed_batches(head_operator.process, by_key)
-                )
+                if by_key:
+                    key_fn = resolve_callable(
+                        edge.partitioning.key_selector, "get_key", "KeySelector"
+                    )
+                    self.deliver[edge.id] = (
+                        _keyed_batches(head_operator, key_fn)
+                        if vertex.keyed
+                        else _unkeyed_batches(head_operator.process, True)
+                    )
+                else:
+                    self.deliver[edge.id] = _unkeyed_batches(head_operator.process, False)
 
     def _context(self, node: Any, attempt: int) -> OperatorContext:
         runtime_context = SubtaskRuntimeContext(
