@@ -14,18 +14,37 @@ The job runs ``--runs`` times in the session (default 3) and the figures are tho
 run with the median wall time: the first run after the session starts is often slower
 (the JVM is still compiling its hot paths). Each run is also printed on its own line.
 
-Run: ``python bench/keyed_count.py [--events N] [--keys K] [--source-parallelism P]``.
+With ``--peers``, the same job then runs on the first ``--peer-events`` events (default 50k)
+on PyFlink (``bench/peers/pyflink_keyed_count.py``, in the interpreter named by
+``--pyflink-python`` or ``$LOCKGATE_PYFLINK_PYTHON``) and on Spark's
+``transformWithStateInPandas`` with the RocksDB state store (``bench/peers/
+spark_tws_keyed_count.py``, in this session); each prints
+``keyed_count system=<name> events_per_s=<float>`` (``nan`` when it is not installed or
+failed) and the last line becomes
+
+    keyed_count ratio_vs_pyflink=<float> ratio_vs_spark_tws=<float>
+
+(lockgate's events/s over the peer's). ``bench/requirements-peers.txt`` lists the peers.
+
+Run: ``python bench/keyed_count.py [--events N] [--keys K] [--source-parallelism P] [--peers]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import math
 import os
-import random
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+from keyed_events import make_events
+from pyspark import cloudpickle
 
 from lockgate.common import Configuration
 from lockgate.common import config_options as options
@@ -54,9 +73,10 @@ class CountAndSum(KeyedProcessFunction):
         yield value[0], count, total
 
 
-def make_events(events: int, keys: int, seed: int = 42) -> list[tuple[int, int]]:
-    rng = random.Random(seed)
-    return [(rng.randrange(keys), rng.randrange(1000)) for _ in range(events)]
+__all__ = ["CountAndSum", "main", "make_events"]
+PEERS_DIR = Path(__file__).resolve().parent / "peers"
+PEER_TIMEOUT_S = 1800
+_RATE_LINE = re.compile(r"^keyed_count system=(\S+) events_per_s=(\S+)$")
 
 
 def _key(event):
@@ -83,6 +103,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument(
         "--runs", type=int, default=3, help="timed runs of the job; the median one is reported"
+    )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run the job on PyFlink and Spark transformWithStateInPandas and compare",
+    )
+    parser.add_argument(
+        "--peer-events", type=int, default=50_000, help="events (the first N) for the peers"
+    )
+    parser.add_argument(
+        "--pyflink-python",
+        default=os.environ.get("LOCKGATE_PYFLINK_PYTHON"),
+        help="interpreter with apache-flink installed (default: $LOCKGATE_PYFLINK_PYTHON; "
+        "unset: the PyFlink peer is skipped)",
     )
     return parser.parse_args(argv)
 
@@ -180,7 +214,96 @@ def main(argv: list[str] | None = None) -> None:
         f"epochs={len(result.epochs)} median_epoch_ms={median_epoch:.2f} "
         f"job_overhead_ms={overhead:.2f}"
     )
+    if not args.peers:
+        spark.stop()
+        return
+    peer_events = events[: args.peer_events]
+    spark_tws = spark_tws_rate(spark, args, peer_events)
     spark.stop()
+    pyflink = pyflink_rate(args, len(peer_events))
+    lockgate_rate = args.events / seconds
+    print(
+        f"keyed_count ratio_vs_pyflink={_ratio(lockgate_rate, pyflink):.2f} "
+        f"ratio_vs_spark_tws={_ratio(lockgate_rate, spark_tws):.2f}"
+    )
+
+
+def _ratio(rate: float, peer_rate: float) -> float:
+    if math.isnan(peer_rate) or peer_rate <= 0:
+        return math.nan
+    return rate / peer_rate
+
+
+def _peer_line(system: str, rate: float, reason: str | None = None) -> float:
+    if reason:
+        print(f"{system}: {reason}")
+    print(f"keyed_count system={system} events_per_s={rate:.2f}")
+    return rate
+
+
+def spark_tws_rate(spark, args: argparse.Namespace, events: list) -> float:
+    """The job on Spark's transformWithStateInPandas (RocksDB state store), in this session."""
+    path = PEERS_DIR / "spark_tws_keyed_count.py"
+    spec = importlib.util.spec_from_file_location("spark_tws_keyed_count", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    # Spark's Python workers cannot import the peer module: ship its classes by value.
+    cloudpickle.register_pickle_by_value(module)
+    reason = module.missing_reason()
+    if reason is not None:
+        return _peer_line("spark_tws", math.nan, f"not installed: {reason}")
+    try:
+        rate = module.run_peer(spark, events, parallelism=args.parallelism)
+    except Exception as error:  # a failed peer is reported, not fatal
+        message = str(error).strip().splitlines()
+        return _peer_line("spark_tws", math.nan, f"failed: {message[0] if message else error!r}")
+    return _peer_line("spark_tws", rate)
+
+
+def _run_pyflink(args: argparse.Namespace, events: int, mode: str) -> tuple[float, str]:
+    command = [
+        args.pyflink_python,
+        str(PEERS_DIR / "pyflink_keyed_count.py"),
+        f"--events={events}",
+        f"--keys={args.keys}",
+        f"--parallelism={args.parallelism}",
+        f"--mode={mode}",
+    ]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=PEER_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return math.nan, f"{mode} mode failed: {error}"
+    lines = done.stdout.strip().splitlines()
+    for line in lines:
+        if line.startswith("pyflink "):
+            print(line)
+    match = _RATE_LINE.match(lines[-1]) if lines else None
+    if done.returncode != 0 or match is None:
+        errors = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        last = errors[-1] if errors else f"exit code {done.returncode}"
+        return math.nan, f"{mode} mode failed: {last}"
+    return float(match.group(2)), ""
+
+
+def pyflink_rate(args: argparse.Namespace, events: int) -> float:
+    """The job on PyFlink, in its own interpreter: thread mode, else process mode."""
+    if not args.pyflink_python:
+        return _peer_line(
+            "pyflink",
+            math.nan,
+            "not installed: give --pyflink-python or LOCKGATE_PYFLINK_PYTHON "
+            "(an interpreter with apache-flink)",
+        )
+    reasons = []
+    for mode in ("thread", "process"):
+        rate, reason = _run_pyflink(args, events, mode)
+        if not math.isnan(rate):
+            return _peer_line("pyflink", rate)
+        reasons.append(reason)
+    return _peer_line("pyflink", math.nan, "; ".join(reasons))
 
 
 if __name__ == "__main__":

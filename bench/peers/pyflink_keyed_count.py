@@ -1,0 +1,108 @@
+"""Peer of bench/keyed_count.py on PyFlink (``apache-flink``): the same keyed (count, sum) job.
+
+``from_collection(events) -> key_by -> KeyedProcessFunction(ValueState) -> DiscardingSink``,
+parallelism 2, checkpoint each second (hashmap state backend), the same events as
+keyed_count.py (``make_events`` from bench/keyed_events.py). Run it with the interpreter of the
+venv where apache-flink is installed; the last line is
+
+    keyed_count system=pyflink events_per_s=<float>
+
+``--mode thread`` (default) runs the Python functions embedded in the JVM
+(``python.execution-mode: thread``, with PYTHONPATH set to this interpreter's site-packages);
+``--mode process`` runs them in Beam workers with ``python.state.cache-size`` above the keys
+per subtask and ``python.fn-execution.bundle.size`` 10000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import site
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from keyed_events import make_events
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--mode", choices=("thread", "process"), default="thread")
+    parser.add_argument("--checkpoint-interval-ms", type=int, default=1000)
+    return parser.parse_args(argv)
+
+
+def _set_pythonpath() -> None:
+    """Thread mode embeds CPython in the JVM: it finds pyflink only through PYTHONPATH. Set it
+    before the gateway (the JVM) starts; the JVM inherits this process's environment."""
+    paths = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.mode == "thread":
+        _set_pythonpath()
+
+    from pyflink.common import Configuration, Types
+    from pyflink.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+    from pyflink.datastream.connectors.base import Sink
+    from pyflink.datastream.state import ValueStateDescriptor
+    from pyflink.java_gateway import get_gateway
+
+    class CountAndSum(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.state = runtime_context.get_state(
+                ValueStateDescriptor("count_sum", Types.TUPLE([Types.LONG(), Types.LONG()]))
+            )
+
+        def process_element(self, value, ctx):
+            current = self.state.value()
+            count, total = current if current is not None else (0, 0)
+            count, total = count + 1, total + value[1]
+            self.state.update((count, total))
+            yield value[0], count, total
+
+    keys_per_subtask = -(-args.keys // args.parallelism)
+    config = Configuration()
+    config.set_string("python.executable", sys.executable)
+    config.set_string("python.client.executable", sys.executable)
+    config.set_string("python.execution-mode", args.mode)
+    config.set_string("state.backend.type", "hashmap")
+    config.set_string("python.state.cache-size", str(2 * keys_per_subtask))
+    config.set_string("python.fn-execution.bundle.size", "10000")
+    if args.checkpoint_interval_ms > 0:
+        config.set_string("execution.checkpointing.interval", f"{args.checkpoint_interval_ms} ms")
+    env = StreamExecutionEnvironment.get_execution_environment(config)
+    env.set_parallelism(args.parallelism)
+    env.set_python_executable(sys.executable)
+
+    events = make_events(args.events, args.keys)
+    event_type = Types.TUPLE([Types.LONG(), Types.LONG()])
+    out_type = Types.TUPLE([Types.LONG(), Types.LONG(), Types.LONG()])
+    stream = (
+        env.from_collection(events, type_info=event_type)
+        .key_by(lambda event: event[0], key_type=Types.LONG())
+        .process(CountAndSum(), output_type=out_type)
+    )
+    # PyFlink has no Python DiscardingSink: use Java's (sink v2), as lockgate's bench does.
+    jvm = get_gateway().jvm
+    stream.sink_to(Sink(jvm.org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink()))
+    started = time.perf_counter()
+    env.execute("keyed_count_pyflink")
+    seconds = time.perf_counter() - started
+    print(
+        f"pyflink mode={args.mode} events={args.events} keys={args.keys} "
+        f"parallelism={args.parallelism} wall_s={seconds:.2f}"
+    )
+    print(f"keyed_count system=pyflink events_per_s={args.events / seconds:.2f}")
+
+
+if __name__ == "__main__":
+    main()
