@@ -109,21 +109,7 @@ POISON = -1  # a value no generated event has: the recovery job's first run fail
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--keys", type=int, default=10_000)
-    parser.add_argument("--parallelism", type=int, default=2)
-    parser.add_argument(
-        "--source-parallelism",
-        type=int,
-        default=keyed_count.DEFAULT_SOURCE_PARALLELISM,
-        help="parallelism of the collection source in (a), as in keyed_count.py",
-    )
-    parser.add_argument(
-        "--max-records-per-split",
-        type=int,
-        default=options.EPOCH_MAX_RECORDS_PER_SPLIT.default,
-        help="lockgate.epoch.max-records-per-split in (a)",
-    )
+    keyed_count.add_job_arguments(parser)
     parser.add_argument("--repeats", type=int, default=5, help="runs of each mode in (a)")
     parser.add_argument("--incremental-keys", type=int, default=100_000)
     parser.add_argument("--touched-fraction", type=float, default=0.01)
@@ -134,7 +120,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--recovery-checkpoints", type=int, default=4)
     parser.add_argument("--recovery-extra", type=int, default=1000)
     parser.add_argument("--recovery-repeats", type=int, default=3)
-    parser.add_argument("--master", default="local[2]")
     return parser.parse_args(argv)
 
 

@@ -83,8 +83,8 @@ def _key(event):
     return event[0]
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """The keyed-count job's options, shared with the benchmarks that reuse the job."""
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--parallelism", type=int, default=2)
@@ -101,6 +101,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="lockgate.epoch.max-records-per-split (records per source split per epoch)",
     )
     parser.add_argument("--master", default="local[2]")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_job_arguments(parser)
     parser.add_argument(
         "--runs", type=int, default=3, help="timed runs of the job; the median one is reported"
     )
