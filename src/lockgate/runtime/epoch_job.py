@@ -8,7 +8,6 @@ once; the epoch's Spark job is the union of the tasks that end the graph.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import uuid
 from pickle import loads
@@ -51,9 +50,15 @@ class EpochJob:
         self.job = job
 
     def run(
-        self, tasks: dict[int, EpochTask], description: str, timeout_s: float | None = None
+        self,
+        tasks: dict[int, EpochTask],
+        assignments: dict[int, dict[int, list[dict[str, Any]]]],
+        description: str,
+        timeout_s: float | None = None,
     ) -> list[Any]:
         """Run one epoch; returns the records of collect sinks in subtask order.
+
+        ``assignments`` holds, per source task and subtask, what it reads this epoch.
 
         An epoch still running after ``timeout_s`` is cancelled (``EpochTimeout``).
         """
@@ -68,8 +73,8 @@ class EpochJob:
                     # Partition i carries subtask i's assignments (a collection source's
                     # records included): each task deserializes only its own slice, and
                     # the task closure stays small (no per-epoch broadcast of the command).
-                    parts = [task.assignments.get(i, []) for i in range(vertex.parallelism)]
-                    task = dataclasses.replace(task, assignments={})
+                    plan = assignments.get(vertex.id, {})
+                    parts = [plan.get(i, []) for i in range(vertex.parallelism)]
                     base = sc.parallelize(parts, vertex.parallelism)
                 else:
                     base = self._shuffle_input(vertex, rdds)

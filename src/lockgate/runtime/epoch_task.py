@@ -79,7 +79,6 @@ class EpochTask:
     ack_dir: str
     committed_epoch: int  # sinks may forget what checkpoints up to this epoch committed
     commit_on_checkpoint: bool  # exactly-once sinks wait for checkpoints to publish
-    assignments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     restore: dict[int, dict[str, Any]] = field(default_factory=dict)
     inject_failure: bool = False  # fail after the snapshot, before the ack (tests)
 

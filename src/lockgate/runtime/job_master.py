@@ -277,7 +277,6 @@ class JobMaster:
                 ack_dir=ack_dir,
                 committed_epoch=state.committed_epoch,
                 commit_on_checkpoint=self.checkpointing.enabled and self.checkpointing.exactly_once,
-                assignments=plans.get(vertex.id, {}),
                 restore=state.restore_for(vertex, self.rewrite_all),
                 inject_failure=inject_ack,
             )
@@ -287,7 +286,7 @@ class JobMaster:
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
             collected = spark_job.run(
-                tasks, f"lockgate {self.summary.job_name} epoch {epoch}", timeout
+                tasks, plans, f"lockgate {self.summary.job_name} epoch {epoch}", timeout
             )
         except EpochTimeout:
             self.max_records = max(1, self.max_records // 2)  # a smaller epoch next time

@@ -76,7 +76,6 @@ class Subtask:
         self.operators: list[Operator] = []  # in chain order
         self.writers: list[Operator] = []
         built: dict[int, Operator] = {}
-        emits: dict[int, Callable[[Any], None]] = {}
         in_chain = {id(node) for node in vertex.nodes}
         edges_from = {}
         for edge in vertex.outputs:
@@ -93,15 +92,13 @@ class Subtask:
                 targets.append(writer.process)
                 if node is head:
                     head_writers.append(writer)
-            emits[id(node)] = _fan_out(targets)
             if node.is_source:
                 continue
             operator = node.operator.create(ctx, keyed=node is head and vertex.keyed)
-            operator.emit = emits[id(node)]
+            operator.emit = _fan_out(targets)
             built[id(node)] = operator
         self.operators = [built[id(n)] for n in vertex.nodes if id(n) in built]
         self.source = head.operator if vertex.is_source else None
-        self.source_emit = emits[id(head)]
         batch_targets = [
             built[id(e.target)] for e in head.outputs if id(e.target) in in_chain
         ] + head_writers
