@@ -117,7 +117,21 @@ class KeyGroupWriter(ChannelWriter):
         return key_group
 
     def process(self, value: Any) -> None:
-        self.process_batch((value,))
+        # The one-record form of process_batch, for records coming from chained operators;
+        # kept separate because per-call setup of the batch loop doubles its cost.
+        try:
+            key = self.key_fn(value)
+            key_group = self.key_groups.get(key)
+            if key_group is None:
+                key_group = self._key_group(key)
+        except Exception as exc:
+            raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
+        target = self.target_of[key_group]
+        buffer = self.buffers[target]
+        buffer.append(dumps(value, HIGHEST_PROTOCOL))
+        self.group_buffers[target].append(key_group)
+        if len(buffer) >= BATCH_SIZE:
+            self.flush(target)
 
     def process_batch(self, values: Any) -> None:
         key_fn = self.key_fn
