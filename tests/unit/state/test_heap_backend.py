@@ -475,6 +475,16 @@ def test_no_op_removals_do_not_dirty():
     assert b.take_dirty_groups() == []
 
 
+def one_state_of_each_kind(b):
+    return {
+        "v": b.get_state(ValueStateDescriptor("v")),
+        "l": b.get_state(ListStateDescriptor("l")),
+        "m": b.get_state(MapStateDescriptor("m")),
+        "r": b.get_state(ReducingStateDescriptor("r", max)),
+        "a": b.get_state(AggregatingStateDescriptor("a", AverageAgg())),
+    }
+
+
 @pytest.mark.parametrize(
     "write",
     [
@@ -490,13 +500,7 @@ def test_no_op_removals_do_not_dirty():
 )
 def test_every_write_dirties_its_key_group(write):
     b = make_backend()
-    states = {
-        "v": b.get_state(ValueStateDescriptor("v")),
-        "l": b.get_state(ListStateDescriptor("l")),
-        "m": b.get_state(MapStateDescriptor("m")),
-        "r": b.get_state(ReducingStateDescriptor("r", max)),
-        "a": b.get_state(AggregatingStateDescriptor("a", AverageAgg())),
-    }
+    states = one_state_of_each_kind(b)
     b.set_current_key(60, "k")
     write(states)
     assert b.take_dirty_groups() == [60]
@@ -505,13 +509,7 @@ def test_every_write_dirties_its_key_group(write):
 @pytest.mark.parametrize("name", ["v", "l", "m", "r", "a"])
 def test_clearing_a_value_dirties_its_key_group(name):
     b = make_backend()
-    states = {
-        "v": b.get_state(ValueStateDescriptor("v")),
-        "l": b.get_state(ListStateDescriptor("l")),
-        "m": b.get_state(MapStateDescriptor("m")),
-        "r": b.get_state(ReducingStateDescriptor("r", max)),
-        "a": b.get_state(AggregatingStateDescriptor("a", AverageAgg())),
-    }
+    states = one_state_of_each_kind(b)
     b.set_current_key(61, "k")
     {
         "v": lambda: states["v"].update(1),
