@@ -16,6 +16,7 @@ from typing import Any
 
 from lockgate.checkpoint import metadata
 from lockgate.checkpoint.storage import Storage, read_url, remove_url
+from lockgate.state import manifests
 
 
 @dataclass
@@ -48,9 +49,7 @@ class CompletedCheckpoint:
 def _handle_files(body: dict[str, Any]) -> Iterable[str]:
     for operator in body["operators"].values():
         for subtask in operator["subtasks"]:
-            keyed = subtask.get("keyed") or {}
-            for handle in keyed.get("groups", {}).values():
-                yield handle[0]
+            yield from manifests.files(subtask.get("keyed") or {})
 
 
 def _map_files(body: dict[str, Any], mapping: Callable[[str], str]) -> dict[str, Any]:
@@ -61,10 +60,7 @@ def _map_files(body: dict[str, Any], mapping: Callable[[str], str]) -> dict[str,
         for subtask in operator["subtasks"]:
             keyed = subtask.get("keyed")
             if keyed:
-                keyed = {
-                    **keyed,
-                    "groups": {kg: [mapping(h[0]), *h[1:]] for kg, h in keyed["groups"].items()},
-                }
+                keyed = manifests.map_urls(keyed, mapping)
             subtasks.append({**subtask, "keyed": keyed})
         operators[uid] = {**operator, "subtasks": subtasks}
     return {**body, "operators": operators}
@@ -137,11 +133,7 @@ class CheckpointCoordinator:
         self.consecutive_failures = 0
         self.last_completion = time.monotonic()
         sizes = {
-            uid: sum(
-                h[2]
-                for subtask in operator["subtasks"]
-                for h in (subtask.get("keyed") or {}).get("groups", {}).values()
-            )
+            uid: sum(manifests.size(subtask.get("keyed") or {}) for subtask in operator["subtasks"])
             for uid, operator in body["operators"].items()
         }
         self.history.append(

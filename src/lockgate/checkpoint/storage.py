@@ -7,10 +7,12 @@ write goes to a temporary name first and is renamed into place.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from typing import Any
 
 from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
 
 
 class Storage:
@@ -46,6 +48,25 @@ class Storage:
             out.write(data)
         self.fs.mv(temporary, target)
 
+    def put_file(self, local_path: str, relative: str) -> None:
+        """Upload an immutable local file (a RocksDB SST, say) under ``relative``.
+
+        On a local file system the file is hard-linked when it can be: it never changes,
+        and the link costs nothing. Elsewhere it is copied to a temporary name and renamed.
+        """
+        target = self.path(relative)
+        parent = target.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        if isinstance(self.fs, LocalFileSystem):
+            try:
+                os.link(local_path, target)
+                return
+            except OSError:
+                pass  # another device, or links not allowed: copy
+        temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
+        self.fs.put_file(local_path, temporary)
+        self.fs.mv(temporary, target)
+
     def read_bytes(self, relative: str) -> bytes:
         return self.fs.cat_file(self.path(relative))
 
@@ -76,6 +97,18 @@ def read_url(url: str) -> bytes:
     return fs.cat_file(path)
 
 
+def download_url(url: str, local_path: str) -> None:
+    """Copy a stored file to the local disk (hard-linked when it is local already)."""
+    fs, path = url_to_fs(url)
+    if isinstance(fs, LocalFileSystem):
+        try:
+            os.link(path, local_path)
+            return
+        except OSError:
+            pass
+    fs.get_file(path, local_path)
+
+
 def remove_url(url: str) -> None:
     fs, path = url_to_fs(url)
     if fs.exists(path):
@@ -94,4 +127,4 @@ def is_writable(url: str) -> bool:
     return True
 
 
-__all__ = ["Storage", "is_writable", "read_url", "remove_url"]
+__all__ = ["Storage", "download_url", "is_writable", "read_url", "remove_url"]

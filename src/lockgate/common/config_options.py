@@ -124,6 +124,29 @@ def _duration(minimum_ms: int = 0) -> Callable[[str], int]:
     return parse
 
 
+_MEMORY_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1 << 10,
+    "k": 1 << 10,
+    "mb": 1 << 20,
+    "m": 1 << 20,
+    "gb": 1 << 30,
+    "g": 1 << 30,
+}
+
+
+def _memory_size(text: str) -> int:
+    """Flink's MemorySize syntax: a number and an optional unit (b, kb, mb, gb)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if match is None or match.group(2).lower() not in _MEMORY_UNITS:
+        raise ValueError(text)
+    value = int(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()]
+    if value <= 0:
+        raise ValueError(text)
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text.strip())
     if value <= 0:
@@ -262,7 +285,9 @@ INCREMENTAL = ConfigOption(
     False,
     _boolean,
     "true or false",
-    "Accepted; the heap backend always writes only the key groups that changed.",
+    "RocksDB: checkpoints upload only new SST files and share the rest (shared/); when "
+    "false every checkpoint holds its own copy of all files. The heap backend always writes "
+    "only the key groups that changed.",
 )
 CHECKPOINT_STORAGE = ConfigOption(
     "execution.checkpointing.storage",
@@ -302,9 +327,37 @@ IGNORE_UNCLAIMED_STATE = ConfigOption(
 STATE_BACKEND = ConfigOption(
     "state.backend.type",
     "HASHMAP",
-    _one_of("HASHMAP"),
-    "hashmap (rocksdb is not available yet)",
+    _one_of("HASHMAP", "ROCKSDB"),
+    "hashmap or rocksdb",
     "Keyed state backend.",
+)
+ROCKSDB_LOCAL_DIR = ConfigOption(
+    "state.backend.rocksdb.localdir",
+    "",
+    _non_empty,
+    "a local directory path writable on every executor",
+    "Where RocksDB instances live (default: Spark's local directory of the application).",
+)
+ROCKSDB_WRITE_BUFFER = ConfigOption(
+    "state.backend.rocksdb.writebuffer.size",
+    64 << 20,
+    _memory_size,
+    "a memory size such as 64mb",
+    "Size of one RocksDB memtable.",
+)
+ROCKSDB_BLOCK_CACHE = ConfigOption(
+    "state.backend.rocksdb.block.cache-size",
+    8 << 20,
+    _memory_size,
+    "a memory size such as 8mb",
+    "RocksDB block cache per instance.",
+)
+STATE_CACHE_ENTRIES = ConfigOption(
+    "lockgate.state.rocksdb.cache-entries",
+    100_000,
+    _int_at_least(1),
+    "a positive integer",
+    "Keys per state that RocksDB's write-back cache holds before writing them to RocksDB.",
 )
 
 # Restart strategies (Flink 2.x keys and defaults) ------------------------------------------
@@ -399,6 +452,7 @@ LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
         WORK_DIR,
         PROGRESS,
         CONTINUOUS_IDLE_POLL,
+        STATE_CACHE_ENTRIES,
         INJECT_FAILURE,
     )
 }
@@ -426,6 +480,9 @@ VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {
             STATE_RECOVERY_PATH,
             IGNORE_UNCLAIMED_STATE,
             STATE_BACKEND,
+            ROCKSDB_LOCAL_DIR,
+            ROCKSDB_WRITE_BUFFER,
+            ROCKSDB_BLOCK_CACHE,
             RESTART_TYPE,
             FIXED_DELAY_ATTEMPTS,
             FIXED_DELAY_DELAY,

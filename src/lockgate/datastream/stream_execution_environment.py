@@ -147,7 +147,8 @@ class StreamExecutionEnvironment:
         return self
 
     def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
-        self._config.set_string(options.STATE_BACKEND.key, state_backend.backend_type)
+        for key, value in state_backend.configuration().items():
+            self._config.set_string(key, value)
         options.validate(self._config.to_dict())
         return self
 

@@ -20,6 +20,7 @@ from pyspark import TaskContext, cloudpickle
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.errors import InjectedFailure
+from lockgate.runtime.keyed_state import KeyedStateSettings
 from lockgate.runtime.subtask import Subtask
 
 _SOURCE_CHUNK = 4096
@@ -38,7 +39,8 @@ def _live_subtasks(run_id: str) -> dict[tuple[int, int], Subtask]:
     if live is None:
         live = _live[run_id] = {}
         while len(_live) > _JOBS_KEPT:
-            _live.popitem(last=False)
+            for stale in _live.popitem(last=False)[1].values():
+                stale.dispose()
     else:
         _live.move_to_end(run_id)
     return live
@@ -75,7 +77,9 @@ class EpochTask:
     graph: Any  # a Spark broadcast of the cloudpickled job graph
     work: Storage  # acknowledgements go here
     state: Storage  # keyed-state files go here
-    file_name: str  # of this epoch's state files; unique per run and try
+    keyed_state: KeyedStateSettings
+    tag: str  # names this epoch's state files; unique per run and try
+    checkpoint: bool  # this epoch ends with a checkpoint
     ack_dir: str
     committed_epoch: int  # sinks may forget what checkpoints up to this epoch committed
     commit_on_checkpoint: bool  # exactly-once sinks wait for checkpoints to publish
@@ -90,12 +94,38 @@ class EpochTask:
         subtask = live.pop((self.vertex_id, index), None)
         reused = subtask is not None and subtask.epoch == self.epoch - 1
         if not reused:
+            if subtask is not None:
+                subtask.dispose()  # holds another epoch's state
             # Each subtask unpickles its own copy of the graph: user functions keep
             # per-instance fields (state handles from open()), as in Flink.
             job = cloudpickle.loads(self.graph.value)
-            subtask = Subtask(job, job.vertex(self.vertex_id), index, attempt)
-            subtask.restore(self.restore.get(index, {}))
+            saved = self.restore.get(index, {})
+            subtask = Subtask(
+                job, job.vertex(self.vertex_id), index, attempt, saved, self.keyed_state
+            )
+            subtask.restore_operator_states(saved)
             subtask.open()
+        try:
+            yield from self._run(subtask, index, attempt, items, reused, started)
+        except BaseException:
+            subtask.dispose()  # half through the epoch: a retry starts from epoch n-1
+            raise
+        if self.end_of_input:
+            subtask.close()
+            subtask.dispose()
+        else:
+            live[(self.vertex_id, index)] = subtask
+        _freeze_long_lived()
+
+    def _run(
+        self,
+        subtask: Subtask,
+        index: int,
+        attempt: int,
+        items: Iterator[Any],
+        reused: bool,
+        started: float,
+    ) -> Iterator[Any]:
         subtask.notify_checkpoint_complete(self.committed_epoch)
         subtask.begin_epoch(self.epoch, self.commit_on_checkpoint)
         outbox = subtask.outbox
@@ -124,7 +154,7 @@ class EpochTask:
                     yield from _drain(outbox)
         subtask.end_epoch(self.end_of_input)
         yield from _drain(outbox)
-        state = subtask.snapshot_state(self.state, self.file_name)
+        state = subtask.snapshot_state(self.state, self.tag, self.checkpoint)
         operator_states = subtask.snapshot_operator_states()
         if self.inject_failure:
             raise InjectedFailure(
@@ -144,11 +174,6 @@ class EpochTask:
             "duration_ms": (time.perf_counter() - started) * 1000,
         }
         self.work.write_json(ack_path(self.ack_dir, self.vertex_id, index), ack)
-        if self.end_of_input:
-            subtask.close()
-        else:
-            live[(self.vertex_id, index)] = subtask
-        _freeze_long_lived()
 
 
 def _channel_order(payload: tuple[int, int, int, list[Any]]) -> tuple[int, int, int]:

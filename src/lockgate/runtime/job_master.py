@@ -10,6 +10,7 @@ latest completed checkpoint (or the start of the job) and carries on.
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import threading
 import time
@@ -31,15 +32,17 @@ from lockgate.checkpoint.coordinator import (
 
 __all__ = ["CheckpointStats", "EpochResult", "EpochStats", "JobMaster", "JobSummary"]
 from lockgate.checkpoint.metadata import CheckpointFormatError
-from lockgate.checkpoint.storage import Storage, remove_url
+from lockgate.checkpoint.storage import Storage, is_writable, remove_url
 from lockgate.common import config_options as options
 from lockgate.runtime.epoch_job import EpochJob, EpochTimeout
 from lockgate.runtime.epoch_task import EpochTask, ack_path
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 from lockgate.runtime.job_state import JobState
+from lockgate.runtime.keyed_state import KeyedStateSettings
 from lockgate.runtime.progress import EpochProgress
 from lockgate.runtime.restart import now_ms, restart_strategy
 from lockgate.runtime.spark_errors import job_failure
+from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")
 
@@ -145,7 +148,9 @@ class JobMaster:
         self.recovery_path = options.STATE_RECOVERY_PATH.read(config)
         self.ignore_unclaimed = options.IGNORE_UNCLAIMED_STATE.read(config)
         self.injections = _injections(config)
-        self.state = JobState(job)
+        self.keyed_state = KeyedStateSettings.from_config(config, self.job_id)
+        self._check_local_dirs()
+        self.state = JobState(job, self.keyed_state.backend)
         self.generation = 0  # bumped by every restore: worker-held subtasks become stale
         self.tries = 0
         self.recovered_from: CompletedCheckpoint | None = None
@@ -213,6 +218,7 @@ class JobMaster:
                 self.state.manifests = {}  # only the retained checkpoints' files stay
                 self._sweep_state_files()
             self.work.remove("")
+            self._remove_local_dirs()
 
     def _recover(self, restore, failure: BaseException | None = None) -> None:
         """Ask the restart strategy, then restore; a failed restore is a failure too."""
@@ -273,7 +279,9 @@ class JobMaster:
                 graph=graph,
                 work=self.work,
                 state=self.state_files,
-                file_name=f"e{epoch}-{tag}.lgks",
+                keyed_state=self.keyed_state,
+                tag=f"e{epoch}-{tag}",
+                checkpoint=checkpoint_due,
                 ack_dir=ack_dir,
                 committed_epoch=state.committed_epoch,
                 commit_on_checkpoint=self.checkpointing.enabled and self.checkpointing.exactly_once,
@@ -312,7 +320,7 @@ class JobMaster:
         self.written_since_checkpoint += written
         for ack in acks:
             if ack["state"]:
-                self.written_files.update(h[0] for h in ack["state"]["groups"].values())
+                self.written_files.update(manifests.files(ack["state"]))
         self.held_results.extend(collected)
         if not (self.checkpointing.enabled and self.checkpointing.exactly_once):
             self._release_results()
@@ -408,6 +416,26 @@ class JobMaster:
                 files.fs.rm(path)
         self.written_files &= needed
 
+    # RocksDB local directories -------------------------------------------------------------
+
+    def _check_local_dirs(self) -> None:
+        """Fail before the job starts if RocksDB cannot write where it was told to."""
+        if self.keyed_state.backend != manifests.ROCKSDB:
+            return
+        for directory in self.keyed_state.local_dirs:
+            if not is_writable(directory):
+                raise options.ConfigurationError(
+                    f"RocksDB local directory {directory} (configuration key "
+                    f"'{options.ROCKSDB_LOCAL_DIR.key}') is not writable"
+                )
+
+    def _remove_local_dirs(self) -> None:
+        """In local mode the executors' disk is this machine's: remove the job's instances."""
+        if self.keyed_state.backend != manifests.ROCKSDB or not self.sc.master.startswith("local"):
+            return
+        for directory in self.keyed_state.job_local_dirs():
+            shutil.rmtree(directory, ignore_errors=True)
+
     # Restores ------------------------------------------------------------------------------
 
     def _restore(self, checkpoint: CompletedCheckpoint | None, foreign: bool) -> None:
@@ -428,7 +456,7 @@ class JobMaster:
         """The checkpoint named by ``execution.state-recovery.path``; a bad one fails the job."""
         try:
             checkpoint, skipped = load_checkpoint(self.recovery_path)
-            JobState(self.job).restore(
+            JobState(self.job, self.keyed_state.backend).restore(
                 checkpoint.body, checkpoint.path or self.recovery_path, self.ignore_unclaimed
             )
         except (CheckpointFormatError, OSError) as exc:

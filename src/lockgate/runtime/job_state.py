@@ -11,16 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_range
 
 
-def _empty_manifest() -> dict[str, Any]:
-    return {"kinds": {}, "groups": {}}
-
-
 class JobState:
-    def __init__(self, job: Any):
+    def __init__(self, job: Any, backend: str):
         self.job = job
+        self.backend = backend  # manifests.HASHMAP or manifests.ROCKSDB
         self.epoch = 0  # last completed epoch
         self.committed_epoch = 0  # epoch of the last completed checkpoint
         self.enumerators: dict[int, Any] = {}
@@ -36,7 +34,7 @@ class JobState:
             v.id: v.head.operator.create_enumerator(v.parallelism) for v in self.job.sources
         }
         self.manifests = {
-            v.id: {i: _empty_manifest() for i in range(v.parallelism)}
+            v.id: {i: manifests.empty(self.backend) for i in range(v.parallelism)}
             for v, _ in self.job.stateful_nodes
         }
         self.operator_states = {v.id: {} for v in self.job.vertices}
@@ -52,9 +50,7 @@ class JobState:
                 progress_by_source.setdefault(vertex_id, {}).update(ack["source_progress"])
             state = ack["state"]
             if state is not None:
-                manifest = self.manifests[vertex_id][index]
-                manifest["kinds"].update(state["kinds"])
-                manifest["groups"].update(state["groups"])
+                manifests.apply_report(self.manifests[vertex_id][index], state)
         for vertex_id, progress in progress_by_source.items():
             self.enumerators[vertex_id].acknowledge(progress)
         self.epoch = epoch
@@ -73,18 +69,17 @@ class JobState:
 
     def referenced_files(self) -> set[str]:
         return {
-            handle[0]
+            url
             for subtasks in self.manifests.values()
             for manifest in subtasks.values()
-            for handle in manifest["groups"].values()
+            for url in manifests.files(manifest)
         }
 
     def state_bytes(self) -> int:
         return sum(
-            handle[2]
+            manifests.size(manifest)
             for subtasks in self.manifests.values()
             for manifest in subtasks.values()
-            for handle in manifest["groups"].values()
         )
 
     # Checkpoints ---------------------------------------------------------------------------
@@ -103,10 +98,7 @@ class JobState:
                     manifest = self.manifests[vertex.id][index]
                     key_groups = key_group_range(vertex.max_parallelism, vertex.parallelism, index)
                     entry["key_groups"] = [key_groups.start, key_groups.end]
-                    entry["keyed"] = {
-                        "kinds": dict(manifest["kinds"]),
-                        "groups": dict(manifest["groups"]),
-                    }
+                    entry["keyed"] = manifests.copy(manifest)
                 subtasks.append(entry)
             operators[vertex.head.uid] = {
                 "name": vertex.name,
@@ -161,12 +153,18 @@ class JobState:
             for subtask in operator["subtasks"]:
                 index = subtask["index"]
                 self.operator_states[vertex.id][index] = subtask["operator_states"]
-                if vertex.keyed and subtask.get("keyed"):
-                    keyed = subtask["keyed"]
-                    self.manifests[vertex.id][index] = {
-                        "kinds": dict(keyed["kinds"]),
-                        "groups": dict(keyed["groups"]),
-                    }
+                keyed = subtask.get("keyed")
+                if vertex.keyed and not manifests.is_empty(keyed):
+                    written_by = manifests.backend_of(keyed)
+                    if written_by != self.backend:
+                        raise CheckpointFormatError(
+                            f"checkpoint {path}: the state of operator '{vertex.name}' (uid "
+                            f"'{uid}') was written by the {written_by} state backend, but the "
+                            f"job uses the {self.backend} backend; a checkpoint restores only "
+                            "into the backend that wrote it (switching backends needs a "
+                            "savepoint)"
+                        )
+                    self.manifests[vertex.id][index] = manifests.copy(keyed)
             if vertex.is_source and uid in body["sources"]:
                 self.enumerators[vertex.id].restore(body["sources"][uid])
         self.epoch = body["epoch"]

@@ -11,12 +11,11 @@ from collections.abc import Callable
 from pickle import loads
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
 from lockgate.runtime.context import SubtaskRuntimeContext
+from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend, snapshot_backend
 from lockgate.runtime.operators import Operator, OperatorContext, _drop, resolve_callable
-from lockgate.state import snapshot
-from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.key_groups import key_group_range
 
 BatchConsumer = Callable[[list[Any]], None]
@@ -58,20 +57,30 @@ def _unkeyed_batches(process: Callable[[Any], None], keyed_edge: bool) -> BatchC
 
 
 class Subtask:
-    """The running operators, channel writers and keyed state of subtask ``index``."""
+    """The running operators, channel writers and keyed state of subtask ``index``.
 
-    def __init__(self, job: Any, vertex: Any, index: int, attempt: int):
+    ``saved`` is the state of the previous epoch (keyed-state manifest and operator states).
+    """
+
+    def __init__(
+        self,
+        job: Any,
+        vertex: Any,
+        index: int,
+        attempt: int,
+        saved: dict[str, Any],
+        keyed_state: KeyedStateSettings,
+    ):
         self.vertex = vertex
         self.index = index
         self.epoch = 0
         self.outbox: list[Any] = []
-        self.backend: HeapKeyedStateBackend | None = None
+        self.keyed_state = keyed_state
+        self.backend: Any = None
         head = vertex.head
         if vertex.keyed:
-            self.backend = HeapKeyedStateBackend(
-                key_group_range(head.max_parallelism, head.parallelism, index),
-                head.max_parallelism,
-            )
+            key_groups = key_group_range(head.max_parallelism, head.parallelism, index)
+            self.backend = restore_backend(keyed_state, vertex, index, key_groups, saved)
         self.contexts: list[OperatorContext] = []
         self.operators: list[Operator] = []  # in chain order
         self.writers: list[Operator] = []
@@ -184,38 +193,21 @@ class Subtask:
             operator.end_epoch()
         for writer in self.writers:
             writer.end_epoch()
+        end_backend_epoch = getattr(self.backend, "end_epoch", None)
+        if end_backend_epoch is not None:
+            end_backend_epoch()  # TTL cleanup
 
     def close(self) -> None:
         for operator in self.operators:
             operator.close()
 
-    # Keyed state ---------------------------------------------------------------------------
+    # State ---------------------------------------------------------------------------------
 
-    def restore(self, saved: dict[str, Any]) -> None:
-        """Take the state of the previous epoch: operator states and keyed state."""
+    def restore_operator_states(self, saved: dict[str, Any]) -> None:
         operator_states = saved.get("operators", {})
         for operator in self.operators:
             if operator.ctx.uid in operator_states:
                 operator.restore_state(operator_states[operator.ctx.uid])
-        manifest = saved.get("keyed")
-        if self.backend is None or not manifest:
-            return
-        by_file: dict[str, list[tuple[int, snapshot.GroupHandle]]] = {}
-        for key_group, raw in manifest["groups"].items():
-            handle = snapshot.GroupHandle.from_json(raw)
-            by_file.setdefault(handle.file, []).append((int(key_group), handle))
-        kinds = manifest["kinds"]
-        for url, handles in by_file.items():
-            data = read_url(url)
-            for key_group, handle in handles:
-                contents = snapshot.decode_group(data, handle, key_group, url)
-                self.backend.install_group(key_group, contents, kinds)
-        if saved.get("rewrite_all"):
-            # Restored from another job's checkpoint: its files are not ours to reference, so
-            # the first snapshot of this job copies every key group (Flink's NO_CLAIM mode).
-            self.backend.dirty.update(int(kg) for kg in manifest["groups"])
-        else:
-            self.backend.dirty.clear()
 
     def snapshot_operator_states(self) -> dict[str, Any]:
         states = {}
@@ -225,31 +217,25 @@ class Subtask:
                 states[operator.ctx.uid] = state
         return states
 
-    def snapshot_state(self, storage: Storage, file_name: str) -> dict[str, Any] | None:
-        """Write the key groups changed in this epoch; return their handles for the ack."""
-        backend = self.backend
-        if backend is None:
+    def snapshot_state(self, storage: Storage, tag: str, checkpoint: bool) -> dict[str, Any] | None:
+        """Persist the keyed state of this epoch; return what the ack reports of it."""
+        if self.backend is None:
             return None
-        changed = backend.take_dirty_groups()
-        report: dict[str, Any] = {
-            "uid": self.vertex.head.uid,
-            "kinds": backend.kinds,
-            "groups": {},
-            "bytes_written": 0,
-            "entries": backend.num_entries(),
-        }
-        if changed:
-            data, index = snapshot.encode(
-                backend.kinds, {kg: backend.group_contents(kg) for kg in changed}
-            )
-            relative = f"{self.vertex.head.uid}/{self.index}/{file_name}"
-            storage.write_bytes(relative, data)
-            url = storage.url_of(relative)
-            report["groups"] = {
-                str(kg): snapshot.GroupHandle(url, *index[kg]).to_json() for kg in changed
-            }
-            report["bytes_written"] = len(data)
-        return report
+        return snapshot_backend(
+            self.keyed_state,
+            self.backend,
+            storage,
+            self.vertex.head.uid,
+            self.index,
+            tag,
+            checkpoint,
+        )
+
+    def dispose(self) -> None:
+        """Release what the subtask holds outside the Python heap (a RocksDB instance)."""
+        dispose = getattr(self.backend, "dispose", None)
+        if dispose is not None:
+            dispose()
 
     def notify_checkpoint_complete(self, epoch: int) -> None:
         for operator in self.operators:

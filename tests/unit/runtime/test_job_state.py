@@ -85,7 +85,7 @@ def acks_for(graph, epoch: int, position: int) -> list[dict]:
 
 
 def state_after_two_epochs(graph) -> JobState:
-    state = JobState(graph)
+    state = JobState(graph, "hashmap")
     state.apply_acks(1, acks_for(graph, 1, position=4))
     state.apply_acks(2, acks_for(graph, 2, position=7))
     return state
@@ -99,12 +99,12 @@ def test_the_test_job_has_the_expected_shape():
 
 def test_a_new_job_state_starts_from_nothing():
     graph = job()
-    state = JobState(graph)
+    state = JobState(graph, "hashmap")
     counter = vertex(graph, "counter")
     assert (state.epoch, state.committed_epoch) == (0, 0)
     assert state.manifests[counter.id] == {
-        0: {"kinds": {}, "groups": {}},
-        1: {"kinds": {}, "groups": {}},
+        0: {"backend": "hashmap", "kinds": {}, "groups": {}},
+        1: {"backend": "hashmap", "kinds": {}, "groups": {}},
     }
     assert state.referenced_files() == set()
     assert state.state_bytes() == 0
@@ -147,6 +147,7 @@ def test_checkpoint_body_lists_every_operator_with_its_subtasks():
     assert (counter["parallelism"], counter["max_parallelism"]) == (2, 128)
     assert [s["key_groups"] for s in counter["subtasks"]] == [[0, 63], [64, 127]]
     assert counter["subtasks"][0]["keyed"] == {
+        "backend": "hashmap",
         "kinds": {"count": "value"},
         "groups": {"1": handle("0-e1"), "2": handle("0-e2")},
     }
@@ -171,7 +172,7 @@ def test_checkpoint_body_and_restore_round_trip_through_metadata():
     body = {**state.checkpoint_body(), "epoch": 2}
     decoded = metadata.decode(metadata.encode(body), PATH)
 
-    restored = JobState(job())  # a new run declares the same program
+    restored = JobState(job(), "hashmap")  # a new run declares the same program
     restored.restore(decoded, PATH, ignore_unclaimed=False)
     assert (restored.epoch, restored.committed_epoch) == (2, 2)
     assert {**restored.checkpoint_body(), "epoch": 2} == body
@@ -199,7 +200,7 @@ def test_restore_discards_progress_made_after_the_checkpoint():
 def test_committables_of_a_checkpoint_body():
     graph = job()
     body = state_after_two_epochs(graph).checkpoint_body()
-    found = list(JobState(graph).committables(body))
+    found = list(JobState(graph, "hashmap").committables(body))
     assert found == [
         (commit_part, [2, "file:///out/.part-0.inprogress", "file:///out/p0"]),
         (commit_part, [2, "file:///out/.part-1.inprogress", "file:///out/p1"]),
@@ -208,7 +209,10 @@ def test_committables_of_a_checkpoint_body():
 
 def test_a_body_without_committables_yields_none():
     graph = job()
-    assert list(JobState(graph).committables(JobState(graph).checkpoint_body())) == []
+    assert (
+        list(JobState(graph, "hashmap").committables(JobState(graph, "hashmap").checkpoint_body()))
+        == []
+    )
 
 
 def test_a_reset_goes_back_to_the_start():
@@ -226,7 +230,7 @@ def test_a_reset_goes_back_to_the_start():
 
 def test_unclaimed_operator_state_is_rejected_naming_the_uids():
     body = {**state_after_two_epochs(job(extra_branch=True)).checkpoint_body(), "epoch": 2}
-    state = JobState(job())
+    state = JobState(job(), "hashmap")
     with pytest.raises(CheckpointFormatError) as info:
         state.restore(body, PATH, ignore_unclaimed=False)
     message = str(info.value)
@@ -238,7 +242,7 @@ def test_unclaimed_operator_state_is_rejected_naming_the_uids():
 
 def test_unclaimed_operator_state_is_dropped_when_allowed():
     body = {**state_after_two_epochs(job(extra_branch=True)).checkpoint_body(), "epoch": 2}
-    state = JobState(job())
+    state = JobState(job(), "hashmap")
     state.restore(body, PATH, ignore_unclaimed=True)
     assert state.epoch == 2
     assert state.enumerators[vertex(state.job, "numbers").id].snapshot() == {"positions": {"0": 7}}
@@ -246,7 +250,7 @@ def test_unclaimed_operator_state_is_dropped_when_allowed():
 
 def test_an_operator_new_to_the_job_starts_empty():
     body = {**state_after_two_epochs(job()).checkpoint_body(), "epoch": 2}
-    state = JobState(job(extra_branch=True))
+    state = JobState(job(extra_branch=True), "hashmap")
     state.restore(body, PATH, ignore_unclaimed=False)
     assert state.operator_states[vertex(state.job, "extra-map").id] == {}
     assert len(state.referenced_files()) == 4
@@ -276,7 +280,7 @@ def test_a_parallelism_change_is_rejected_naming_the_operator_and_uid(
     parallelism, max_parallelism, operator, was, now
 ):
     body = {**state_after_two_epochs(job(2, 128)).checkpoint_body(), "epoch": 2}
-    state = JobState(job(parallelism, max_parallelism))
+    state = JobState(job(parallelism, max_parallelism), "hashmap")
     with pytest.raises(CheckpointFormatError) as info:
         state.restore(body, PATH, ignore_unclaimed=False)
     assert str(info.value) == (

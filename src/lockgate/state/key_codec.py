@@ -1,0 +1,115 @@
+"""Keys as bytes: the same key gives the same bytes in every process, and decodes back.
+
+RocksDB finds a key by its bytes, so equal keys must encode equally. Values that are the
+same dict key in Python (``1``, ``1.0``, ``True``) encode as the same integer, as the heap
+backend treats them as one key. Anything that is not an int, float, str, bytes, None or a
+tuple of them falls back to pickle, which is stable for a given value and Python version.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any
+
+_NONE = 0
+_INT = 1
+_BIG_INT = 2
+_FLOAT = 3
+_STR = 4
+_BYTES = 5
+_TUPLE = 6
+_PICKLE = 7
+
+_INT64 = struct.Struct(">q")
+_FLOAT64 = struct.Struct(">d")
+_LENGTH = struct.Struct(">I")
+
+
+def encode_key(key: Any) -> bytes:
+    out = bytearray()
+    _encode(key, out)
+    return bytes(out)
+
+
+def _encode(key: Any, out: bytearray) -> None:
+    kind = type(key)
+    if kind is str:
+        data = key.encode("utf-8", "surrogatepass")
+        out.append(_STR)
+        out += _LENGTH.pack(len(data))
+        out += data
+    elif kind is int or kind is bool:
+        _encode_int(int(key), out)
+    elif kind is float:
+        if key.is_integer():
+            _encode_int(int(key), out)
+        else:
+            out.append(_FLOAT)
+            out += _FLOAT64.pack(key)
+    elif kind is bytes:
+        out.append(_BYTES)
+        out += _LENGTH.pack(len(key))
+        out += key
+    elif kind is tuple:
+        out.append(_TUPLE)
+        out += _LENGTH.pack(len(key))
+        for item in key:
+            _encode(item, out)
+    elif key is None:
+        out.append(_NONE)
+    else:
+        data = pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)
+        out.append(_PICKLE)
+        out += _LENGTH.pack(len(data))
+        out += data
+
+
+def _encode_int(value: int, out: bytearray) -> None:
+    if -(1 << 63) <= value < (1 << 63):
+        out.append(_INT)
+        out += _INT64.pack(value)
+    else:
+        data = value.to_bytes((value.bit_length() + 8) // 8, "big", signed=True)
+        out.append(_BIG_INT)
+        out += _LENGTH.pack(len(data))
+        out += data
+
+
+def decode_key(data: bytes) -> Any:
+    key, end = _decode(memoryview(data), 0)
+    if end != len(data):
+        raise ValueError(f"{len(data) - end} trailing bytes after an encoded key")
+    return key
+
+
+def _decode(data: memoryview, pos: int) -> tuple[Any, int]:
+    tag = data[pos]
+    pos += 1
+    if tag == _INT:
+        return _INT64.unpack_from(data, pos)[0], pos + 8
+    if tag == _FLOAT:
+        return _FLOAT64.unpack_from(data, pos)[0], pos + 8
+    if tag == _NONE:
+        return None, pos
+    if tag == _TUPLE:
+        (count,) = _LENGTH.unpack_from(data, pos)
+        pos += 4
+        items = []
+        for _ in range(count):
+            item, pos = _decode(data, pos)
+            items.append(item)
+        return tuple(items), pos
+    (length,) = _LENGTH.unpack_from(data, pos)
+    pos += 4
+    raw = bytes(data[pos : pos + length])
+    pos += length
+    if tag == _STR:
+        return raw.decode("utf-8", "surrogatepass"), pos
+    if tag == _BYTES:
+        return raw, pos
+    if tag == _BIG_INT:
+        return int.from_bytes(raw, "big", signed=True), pos
+    if tag == _PICKLE:
+        return pickle.loads(raw), pos
+    raise ValueError(f"unknown key tag {tag}")

@@ -1,0 +1,407 @@
+"""``EmbeddedRocksDBStateBackend``'s keyed state: one RocksDB instance per keyed subtask.
+
+Key layout (key group first, so a key group is one contiguous range)::
+
+    key group (2 bytes) | state id (2 bytes) | key           -> value (pickled)
+    key group (2 bytes) | state id (2 bytes) | key | map key -> map value (pickled)
+
+Keys and map keys go through ``key_codec`` (prefix-free, so a key's map entries are exactly
+the range that starts with its prefix). The state registry (name -> id, kind) is kept in
+the database itself under a prefix no key group can have.
+
+Value, list, reducing and aggregating states read and write through a write-back cache of
+the keys touched lately: a record costs a dict lookup, and RocksDB sees one batched write
+per key at the end of the epoch (or when the cache is full). Map states go to RocksDB
+directly, so a large map is never loaded whole. The instance runs without a WAL: an epoch
+is made durable by its snapshot, and a failed epoch's instance is thrown away.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pickle import HIGHEST_PROTOCOL, dumps, loads
+from typing import Any
+
+import rocksdict
+
+from lockgate.state.descriptors import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
+from lockgate.state.heap import KeyContext
+from lockgate.state.interfaces import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    ValueState,
+)
+from lockgate.state.key_codec import decode_key, encode_key
+from lockgate.state.key_groups import KeyGroupRange
+
+_PREFIX = struct.Struct(">HH")  # key group, state id
+_REGISTRY_KEY = b"\xff\xff" + b"lockgate-state-registry"
+
+
+class StateBackendError(RuntimeError):
+    """A state backend that cannot work where it was asked to (names the path)."""
+
+
+@dataclass(frozen=True)
+class RocksDBSettings:
+    """Per-instance tuning; the defaults follow Flink's RocksDB options."""
+
+    write_buffer_bytes: int = 64 << 20
+    block_cache_bytes: int = 8 << 20
+    cache_entries: int = 100_000  # per state: keys held by the write-back cache
+    background_jobs: int = 2
+
+
+def _options(settings: RocksDBSettings) -> rocksdict.Options:
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_write_buffer_size(settings.write_buffer_bytes)
+    options.set_max_background_jobs(settings.background_jobs)
+    table = rocksdict.BlockBasedOptions()
+    table.set_block_cache(rocksdict.Cache(settings.block_cache_bytes))
+    table.set_bloom_filter(10, False)
+    options.set_block_based_table_factory(table)
+    return options
+
+
+def open_instance(path: str, settings: RocksDBSettings) -> rocksdict.Rdict:
+    """Open (or create) the instance at ``path``; errors name the path and the cause."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise StateBackendError(
+            f"RocksDB local directory {path} cannot be created: {exc.strerror or exc}"
+        ) from None
+    if not os.access(path, os.W_OK):
+        raise StateBackendError(f"RocksDB local directory {path} is not writable")
+    try:
+        db = rocksdict.Rdict(path, _options(settings))
+    except Exception as exc:  # rocksdict raises plain Exception for I/O errors
+        message = str(exc)
+        if "lock" in message.lower():
+            raise StateBackendError(
+                f"RocksDB instance {path} is locked by another live instance (another job "
+                f"or process has it open): {message}"
+            ) from None
+        raise StateBackendError(f"cannot open RocksDB instance {path}: {message}") from None
+    write_options = rocksdict.WriteOptions()
+    write_options.disable_wal = True
+    db.set_write_options(write_options)
+    return db
+
+
+_MISS = object()
+
+
+class _CachedState:
+    """Reads and writes go to ``cache`` (key -> value, None = absent); ``dirty`` (key ->
+    key group) lists what the next write-back must put into RocksDB."""
+
+    __slots__ = ("_backend", "_cache", "_ctx", "_dirty", "_sid")
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int):
+        self._backend = backend
+        self._ctx = backend.ctx
+        self._sid = sid
+        self._cache: dict[Any, Any] = {}
+        self._dirty: dict[Any, int] = {}
+        backend.cached_states.append(self)
+
+    def _load(self) -> Any:
+        ctx = self._ctx
+        raw = self._backend.db.get(_PREFIX.pack(ctx.group, self._sid) + encode_key(ctx.key))
+        value = None if raw is None else loads(raw)
+        self._cache[ctx.key] = value
+        return value
+
+    def _current(self) -> Any:
+        value = self._cache.get(self._ctx.key, _MISS)
+        return self._load() if value is _MISS else value
+
+    def _set(self, value: Any) -> None:
+        ctx = self._ctx
+        self._cache[ctx.key] = value
+        dirty = self._dirty
+        dirty[ctx.key] = ctx.group
+        if len(dirty) >= self._backend.settings.cache_entries:
+            self._backend.write_back()
+
+    def clear(self) -> None:
+        self._set(None)
+
+    def write_back(self, batch: rocksdict.WriteBatch) -> None:
+        cache = self._cache
+        sid = self._sid
+        pack = _PREFIX.pack
+        for key, group in self._dirty.items():
+            value = cache[key]
+            db_key = pack(group, sid) + encode_key(key)
+            if value is None:
+                batch.delete(db_key)
+            else:
+                batch.put(db_key, dumps(value, HIGHEST_PROTOCOL))
+        self._dirty.clear()
+        if len(cache) >= self._backend.settings.cache_entries:
+            cache.clear()
+
+
+class RocksDBValueState(_CachedState, ValueState):
+    __slots__ = ()
+
+    def value(self) -> Any:
+        value = self._cache.get(self._ctx.key, _MISS)
+        return self._load() if value is _MISS else value
+
+    def update(self, value: Any) -> None:
+        self._set(value)
+
+
+class RocksDBListState(_CachedState, ListState):
+    __slots__ = ()
+
+    def get(self) -> list[Any]:
+        return list(self._current() or ())
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            raise ValueError("cannot add None to a ListState")
+        values = self._current()
+        self._set([value] if values is None else [*values, value])
+
+    def add_all(self, values: list[Any]) -> None:
+        for value in values:
+            if value is None:
+                raise ValueError("cannot add None to a ListState")
+        if values:
+            self._set([*(self._current() or ()), *values])
+
+    def update(self, values: list[Any]) -> None:
+        self._set(list(values) if values else None)
+
+
+class RocksDBReducingState(_CachedState, ReducingState):
+    __slots__ = ("_reduce",)
+
+    def __init__(self, backend, sid, reduce):
+        super().__init__(backend, sid)
+        self._reduce = reduce
+
+    def get(self) -> Any:
+        return self._current()
+
+    def add(self, value: Any) -> None:
+        current = self._current()
+        self._set(value if current is None else self._reduce(current, value))
+
+
+class RocksDBAggregatingState(_CachedState, AggregatingState):
+    __slots__ = ("_agg",)
+
+    def __init__(self, backend, sid, agg):
+        super().__init__(backend, sid)
+        self._agg = agg
+
+    def get(self) -> Any:
+        accumulator = self._current()
+        return None if accumulator is None else self._agg.get_result(accumulator)
+
+    def add(self, value: Any) -> None:
+        if value is None:  # as PyFlink: adding None clears the state
+            self.clear()
+            return
+        accumulator = self._current()
+        if accumulator is None:
+            accumulator = self._agg.create_accumulator()
+        self._set(self._agg.add(value, accumulator))
+
+
+class RocksDBMapState(MapState):
+    """Every call reads or writes RocksDB; iteration walks the key's range lazily."""
+
+    __slots__ = ("_backend", "_ctx", "_sid")
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int):
+        self._backend = backend
+        self._ctx = backend.ctx
+        self._sid = sid
+
+    def _prefix(self) -> bytes:
+        ctx = self._ctx
+        return _PREFIX.pack(ctx.group, self._sid) + encode_key(ctx.key)
+
+    def get(self, key: Any) -> Any:
+        raw = self._backend.db.get(self._prefix() + encode_key(key))
+        return None if raw is None else loads(raw)
+
+    def put(self, key: Any, value: Any) -> None:
+        self._backend.db.put(self._prefix() + encode_key(key), dumps(value, HIGHEST_PROTOCOL))
+
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        if not dict_value:
+            return
+        prefix = self._prefix()
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for key, value in dict_value.items():
+            batch.put(prefix + encode_key(key), dumps(value, HIGHEST_PROTOCOL))
+        self._backend.db.write(batch)
+
+    def remove(self, key: Any) -> None:
+        self._backend.db.delete(self._prefix() + encode_key(key))
+
+    def contains(self, key: Any) -> bool:
+        return self._backend.db.get(self._prefix() + encode_key(key)) is not None
+
+    def _entries(self) -> Iterator[tuple[bytes, bytes]]:
+        prefix = self._prefix()
+        start = len(prefix)
+        iterator = self._backend.db.iter()
+        iterator.seek(prefix)
+        while iterator.valid():
+            db_key = iterator.key()
+            if not db_key.startswith(prefix):
+                return
+            yield db_key[start:], iterator.value()
+            iterator.next()
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        for key, raw in self._entries():
+            yield decode_key(key), loads(raw)
+
+    def keys(self) -> Iterator[Any]:
+        for key, _ in self._entries():
+            yield decode_key(key)
+
+    def values(self) -> Iterator[Any]:
+        for _, raw in self._entries():
+            yield loads(raw)
+
+    def is_empty(self) -> bool:
+        return next(self._entries(), None) is None
+
+    def clear(self) -> None:
+        prefix = self._prefix()
+        self._backend.db.delete_range(prefix, _successor(prefix))
+
+
+def _successor(prefix: bytes) -> bytes:
+    """The smallest byte string greater than every string that starts with ``prefix``."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+class RocksDBKeyedStateBackend:
+    """Keyed state of one subtask of one operator, held in a RocksDB instance on local disk."""
+
+    def __init__(
+        self,
+        key_groups: KeyGroupRange,
+        max_parallelism: int,
+        path: str,
+        settings: RocksDBSettings,
+    ):
+        self.key_groups = key_groups
+        self.max_parallelism = max_parallelism
+        self.path = path
+        self.settings = settings
+        self.ctx = KeyContext()
+        self.db = open_instance(path, settings)
+        raw = self.db.get(_REGISTRY_KEY)
+        self._registry: dict[str, list[Any]] = json.loads(raw) if raw is not None else {}
+        self._states: dict[str, Any] = {}
+        self.cached_states: list[_CachedState] = []
+        # Names uploads of this instance's files apart from those of other instances
+        self.instance_id = os.path.basename(path)
+        self.uploaded: dict[str, str] = {}  # SST file name -> URL in checkpoint storage
+
+    def set_current_key(self, key_group: int, key: Any) -> None:
+        ctx = self.ctx
+        ctx.key = key
+        ctx.group = key_group
+
+    def get_current_key(self) -> Any:
+        return self.ctx.key
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return {name: kind for name, (_, kind) in self._registry.items()}
+
+    def get_state(self, descriptor: StateDescriptor):
+        name = descriptor.name
+        state = self._states.get(name)
+        if state is not None:
+            self._check_kind(name, descriptor.kind)
+            return state
+        state = self._states[name] = self._create(descriptor, self._register(descriptor))
+        return state
+
+    def _check_kind(self, name: str, kind: str) -> None:
+        known = self._registry[name][1]
+        if known != kind:
+            raise ValueError(
+                f"state {name!r} was registered as {known} state and cannot be used as {kind} state"
+            )
+
+    def _register(self, descriptor: StateDescriptor) -> int:
+        name = descriptor.name
+        if name in self._registry:
+            self._check_kind(name, descriptor.kind)
+            return self._registry[name][0]
+        sid = len(self._registry)
+        self._registry[name] = [sid, descriptor.kind]
+        self.db.put(_REGISTRY_KEY, json.dumps(self._registry).encode())
+        return sid
+
+    def _create(self, descriptor: StateDescriptor, sid: int):
+        if isinstance(descriptor, ValueStateDescriptor):
+            return RocksDBValueState(self, sid)
+        if isinstance(descriptor, ListStateDescriptor):
+            return RocksDBListState(self, sid)
+        if isinstance(descriptor, MapStateDescriptor):
+            return RocksDBMapState(self, sid)
+        if isinstance(descriptor, ReducingStateDescriptor):
+            return RocksDBReducingState(self, sid, descriptor.reduce)
+        if isinstance(descriptor, AggregatingStateDescriptor):
+            return RocksDBAggregatingState(self, sid, descriptor.agg_function)
+        raise TypeError(f"unsupported state descriptor {descriptor!r}")
+
+    # Snapshots -----------------------------------------------------------------------------
+
+    def write_back(self) -> None:
+        """Put every cached change into RocksDB in one batch."""
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for state in self.cached_states:
+            state.write_back(batch)
+        if not batch.is_empty():
+            self.db.write(batch)
+
+    def checkpoint_to(self, directory: str) -> list[str]:
+        """A consistent copy of the instance (SST files hard-linked); returns its files."""
+        self.write_back()
+        self.db.flush()
+        shutil.rmtree(directory, ignore_errors=True)
+        rocksdict.Checkpoint(self.db).create_checkpoint(directory)
+        return sorted(os.listdir(directory))
+
+    def num_entries(self) -> int:
+        return self.db.property_int_value("rocksdb.estimate-num-keys") or 0
+
+    def dispose(self) -> None:
+        """Close the instance and delete its directory (its snapshots stay)."""
+        db, self.db = self.db, None
+        if db is not None:
+            db.close()
+        shutil.rmtree(self.path, ignore_errors=True)
