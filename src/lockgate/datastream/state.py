@@ -18,6 +18,7 @@ from lockgate.state.interfaces import (
     State,
     ValueState,
 )
+from lockgate.state.ttl import StateTtlConfig
 
 __all__ = [
     "AggregatingState",
@@ -32,6 +33,7 @@ __all__ = [
     "ReducingStateDescriptor",
     "State",
     "StateDescriptor",
+    "StateTtlConfig",
     "ValueState",
     "ValueStateDescriptor",
 ]

@@ -23,6 +23,18 @@ class StateDescriptor:
         return self.name
 
     def enable_time_to_live(self, ttl_config: Any) -> None:
+        """Let the state's values expire (``StateTtlConfig``): expired values become
+        invisible (or visible until cleaned up, as configured) and are cleaned up."""
+        from lockgate.state.ttl import StateTtlConfig  # ttl imports this module
+
+        if not isinstance(ttl_config, StateTtlConfig):
+            raise TypeError(
+                f"state {self.name!r}: enable_time_to_live needs a StateTtlConfig, "
+                f"got {ttl_config!r}"
+            )
+        ttl_ms = ttl_config.get_ttl().to_milliseconds()
+        if ttl_ms <= 0:
+            raise ValueError(f"state {self.name!r}: the TTL must be positive, got {ttl_ms} ms")
         self.ttl_config = ttl_config
 
     def __repr__(self) -> str:
