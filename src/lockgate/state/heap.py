@@ -6,7 +6,9 @@ just the key groups that changed and a restore can take any subset of key groups
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import Any
 
 from lockgate.state.descriptors import (
@@ -25,6 +27,14 @@ from lockgate.state.interfaces import (
     ValueState,
 )
 from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.ttl import (
+    processing_time_ms,
+    purge_expired,
+    purge_expired_entries,
+    stored_kind,
+    ttl_settings,
+    wrap_with_ttl,
+)
 
 
 class KeyContext:
@@ -216,10 +226,32 @@ def _create_state(
     raise TypeError(f"unsupported state descriptor {descriptor!r}")
 
 
+def _kind_mismatch(name: str, known_kind: str, kind: str) -> ValueError:
+    hint = ""
+    if known_kind.startswith("ttl-") != kind.startswith("ttl-"):
+        hint = " (state TTL cannot be turned on or off for an existing state)"
+    return ValueError(
+        f"state {name!r} was registered as {known_kind} state and cannot be used as "
+        f"{kind} state{hint}"
+    )
+
+
+def _without_ttl(descriptor: StateDescriptor) -> StateDescriptor:
+    plain = copy.copy(descriptor)
+    plain.ttl_config = None
+    return plain
+
+
 class HeapKeyedStateBackend:
     """Keyed state of one subtask of one operator, held in memory."""
 
-    def __init__(self, key_groups: KeyGroupRange, max_parallelism: int):
+    def __init__(
+        self,
+        key_groups: KeyGroupRange,
+        max_parallelism: int,
+        *,
+        ttl_clock: Callable[[], int] | None = None,
+    ):
         self.key_groups = key_groups
         self.max_parallelism = max_parallelism
         self.ctx = KeyContext()
@@ -229,6 +261,12 @@ class HeapKeyedStateBackend:
         self._tables: dict[str, dict[int, dict[Any, Any]]] = {}
         self._kinds: dict[str, str] = {}
         self._states: dict[str, Any] = {}
+        # State TTL (see lockgate.state.ttl): the TTL states by name, those cleaned up in
+        # snapshots, and the incremental cleanup's cursor per state: [key group index, offset]
+        self.ttl_clock: Callable[[], int] = ttl_clock or processing_time_ms
+        self._ttl_states: dict[str, Any] = {}
+        self._snapshot_ttl: dict[str, Any] = {}
+        self._ttl_cursors: dict[str, list[int]] = {}
 
     def set_current_key(self, key_group: int, key: Any) -> None:
         ctx = self.ctx
@@ -239,19 +277,112 @@ class HeapKeyedStateBackend:
         return self.ctx.key
 
     def get_state(self, descriptor: StateDescriptor):
+        if descriptor.ttl_config is not None:
+            return self._get_ttl_state(descriptor)
         name = descriptor.name
         known_kind = self._kinds.get(name)
         if known_kind is not None and known_kind != descriptor.kind:
-            raise ValueError(
-                f"state {name!r} was registered as {known_kind} state and cannot be used as "
-                f"{descriptor.kind} state"
-            )
+            raise _kind_mismatch(name, known_kind, descriptor.kind)
         state = self._states.get(name)
         if state is None:
             groups = self._tables.setdefault(name, self._empty_groups())
             self._kinds[name] = descriptor.kind
             state = self._states[name] = _create_state(descriptor, groups, self.ctx, self.dirty)
         return state
+
+    # State TTL -----------------------------------------------------------------------------
+
+    def _get_ttl_state(self, descriptor: StateDescriptor):
+        """A state with TTL: a wrapper over a raw heap state of the same name, registered
+        under its stored kind (``"ttl-value"``, ...); without an enabled TTL, a plain one."""
+        settings = ttl_settings(descriptor)
+        if settings is None:  # TTL config with UpdateType.Disabled
+            descriptor = _without_ttl(descriptor)
+            return self.get_state(descriptor)
+        name = descriptor.name
+        kind = stored_kind(descriptor)
+        known_kind = self._kinds.get(name)
+        if known_kind is not None and known_kind != kind:
+            raise _kind_mismatch(name, known_kind, kind)
+        state = self._states.get(name)
+        if state is None:
+            groups = self._tables.setdefault(name, self._empty_groups())
+            self._kinds[name] = kind
+            state = wrap_with_ttl(
+                descriptor,
+                lambda raw: _create_state(raw, groups, self.ctx, self.dirty),
+                self.ttl_clock,
+            )
+            self._states[name] = self._ttl_states[name] = state
+            if settings.full_snapshot:
+                self._snapshot_ttl[name] = settings
+        return state
+
+    def cleanup_expired(
+        self, name: str, max_entries: int | None = None, now_ms: int | None = None
+    ) -> int:
+        """Check up to ``max_entries`` keys of TTL state ``name`` (all of them when ``None``)
+        for expired values, elements or entries, and remove those, from where the last call
+        stopped (a cursor that walks all key groups round and round, tolerant of concurrent
+        changes: an entry may be skipped or checked twice in a round). Key groups that change
+        are marked dirty. Returns the number of keys changed or removed."""
+        settings = self._ttl_states[name].settings
+        groups = self._tables[name]
+        order = list(self.key_groups)
+        total = sum(len(group) for group in groups.values())
+        budget = total if max_entries is None else min(max_entries, total)
+        if budget <= 0:
+            return 0
+        now = self.ttl_clock() if now_ms is None else now_ms
+        kind, ttl_ms, dirty = settings.kind, settings.ttl_ms, self.dirty
+        cursor = self._ttl_cursors.setdefault(name, [0, 0])
+        index, offset = cursor
+        if index >= len(order):
+            index, offset = 0, 0
+        scanned = changed = groups_passed = 0
+        while scanned < budget and groups_passed <= len(order):
+            key_group = order[index]
+            group = groups[key_group]
+            chunk = list(islice(group.items(), offset, offset + budget - scanned))
+            removed = 0
+            for key, stored in chunk:
+                kept = purge_expired(kind, stored, ttl_ms, now)
+                if kept is stored:
+                    continue
+                if kept is None:
+                    del group[key]
+                    removed += 1
+                else:
+                    group[key] = kept
+                changed += 1
+                dirty.add(key_group)
+            scanned += len(chunk)
+            offset += len(chunk) - removed
+            if offset >= len(group):
+                index = (index + 1) % len(order)
+                offset = 0
+                groups_passed += 1
+        cursor[0], cursor[1] = index, offset
+        return changed
+
+    def end_epoch(self, records: int = 0) -> None:
+        """Incremental TTL cleanup, once per epoch before its snapshot: each TTL state that
+        has it (by default, as Flink's heap backend: 5 keys per access) checks
+        ``cleanup_size`` keys per access in this epoch, plus per record (``records``) when
+        configured with ``run_cleanup_for_every_record``."""
+        if not self._ttl_states:
+            return
+        now = self.ttl_clock()
+        for name, state in self._ttl_states.items():
+            settings = state.settings
+            touches = state.accesses
+            state.accesses = 0
+            if settings.cleanup_size is None:
+                continue
+            if settings.cleanup_every_record:
+                touches += records
+            if touches:
+                self.cleanup_expired(name, settings.cleanup_size * touches, now)
 
     # Snapshots ---------------------------------------------------------------------------
 
@@ -263,10 +394,22 @@ class HeapKeyedStateBackend:
         return {key_group: {} for key_group in self.key_groups}
 
     def group_contents(self, key_group: int) -> dict[str, dict[Any, Any]]:
-        """Every state's entries in one key group (empty states left out)."""
-        return {
+        """Every state's entries in one key group (empty states left out). TTL states with
+        ``cleanup_full_snapshot()`` leave their expired parts out (memory keeps them)."""
+        contents = {
             name: groups[key_group] for name, groups in self._tables.items() if groups[key_group]
         }
+        if self._snapshot_ttl:
+            now = self.ttl_clock()
+            for name, settings in self._snapshot_ttl.items():
+                entries = contents.get(name)
+                if entries:
+                    kept = purge_expired_entries(settings.kind, entries, settings.ttl_ms, now)
+                    if kept:
+                        contents[name] = kept
+                    else:
+                        del contents[name]
+        return contents
 
     def install_group(self, key_group: int, contents: dict[str, dict[Any, Any]], kinds) -> None:
         if key_group not in self.key_groups:
