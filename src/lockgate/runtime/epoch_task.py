@@ -152,9 +152,10 @@ class EpochTask:
                 records_in += deliver[edge_id](batch)
                 if outbox:
                     yield from _drain(outbox)
-        subtask.end_epoch(self.end_of_input)
+        subtask.end_epoch(self.end_of_input, records_in)
         yield from _drain(outbox)
-        state = subtask.snapshot_state(self.state, self.tag, self.checkpoint)
+        # Two attempts of one task (a retry, a speculative copy) write files of their own
+        state = subtask.snapshot_state(self.state, f"{self.tag}a{attempt}", self.checkpoint)
         operator_states = subtask.snapshot_operator_states()
         if self.inject_failure:
             raise InjectedFailure(

@@ -185,7 +185,7 @@ class Subtask:
             ctx.epoch = epoch
             ctx.commit_on_checkpoint = commit_on_checkpoint
 
-    def end_epoch(self, end_of_input: bool) -> None:
+    def end_epoch(self, end_of_input: bool, records: int) -> None:
         if end_of_input:
             for operator in self.operators:
                 operator.end_input()
@@ -193,9 +193,8 @@ class Subtask:
             operator.end_epoch()
         for writer in self.writers:
             writer.end_epoch()
-        end_backend_epoch = getattr(self.backend, "end_epoch", None)
-        if end_backend_epoch is not None:
-            end_backend_epoch()  # TTL cleanup
+        if self.backend is not None:
+            self.backend.end_epoch(records)  # TTL cleanup
 
     def close(self) -> None:
         for operator in self.operators:

@@ -226,7 +226,7 @@ def _create_state(
     raise TypeError(f"unsupported state descriptor {descriptor!r}")
 
 
-def _kind_mismatch(name: str, known_kind: str, kind: str) -> ValueError:
+def kind_mismatch(name: str, known_kind: str, kind: str) -> ValueError:
     hint = ""
     if known_kind.startswith("ttl-") != kind.startswith("ttl-"):
         hint = " (state TTL cannot be turned on or off for an existing state)"
@@ -282,7 +282,7 @@ class HeapKeyedStateBackend:
         name = descriptor.name
         known_kind = self._kinds.get(name)
         if known_kind is not None and known_kind != descriptor.kind:
-            raise _kind_mismatch(name, known_kind, descriptor.kind)
+            raise kind_mismatch(name, known_kind, descriptor.kind)
         state = self._states.get(name)
         if state is None:
             groups = self._tables.setdefault(name, self._empty_groups())
@@ -303,7 +303,7 @@ class HeapKeyedStateBackend:
         kind = stored_kind(descriptor)
         known_kind = self._kinds.get(name)
         if known_kind is not None and known_kind != kind:
-            raise _kind_mismatch(name, known_kind, kind)
+            raise kind_mismatch(name, known_kind, kind)
         state = self._states.get(name)
         if state is None:
             groups = self._tables.setdefault(name, self._empty_groups())

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
@@ -37,7 +37,7 @@ from lockgate.state.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from lockgate.state.heap import KeyContext
+from lockgate.state.heap import KeyContext, kind_mismatch
 from lockgate.state.interfaces import (
     AggregatingState,
     ListState,
@@ -47,6 +47,7 @@ from lockgate.state.interfaces import (
 )
 from lockgate.state.key_codec import decode_key, encode_key
 from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.ttl import processing_time_ms, purge_expired, ttl_settings, wrap_with_ttl
 
 _PREFIX = struct.Struct(">HH")  # key group, state id
 _REGISTRY_KEY = b"\xff\xff" + b"lockgate-state-registry"
@@ -157,6 +158,10 @@ class _CachedState:
         self._dirty.clear()
         if len(cache) >= self._backend.settings.cache_entries:
             cache.clear()
+
+    def drop_cache(self) -> None:
+        """Forget cached values (written back already) after RocksDB changed underneath."""
+        self._cache.clear()
 
 
 class RocksDBValueState(_CachedState, ValueState):
@@ -312,6 +317,8 @@ class RocksDBKeyedStateBackend:
         max_parallelism: int,
         path: str,
         settings: RocksDBSettings,
+        *,
+        ttl_clock: Callable[[], int] | None = None,
     ):
         self.key_groups = key_groups
         self.max_parallelism = max_parallelism
@@ -326,6 +333,9 @@ class RocksDBKeyedStateBackend:
         # Names uploads of this instance's files apart from those of other instances
         self.instance_id = os.path.basename(path)
         self.uploaded: dict[str, str] = {}  # SST file name -> URL in checkpoint storage
+        self.ttl_clock: Callable[[], int] = ttl_clock or processing_time_ms
+        self._ttl_states: dict[int, Any] = {}  # state id -> TTL state
+        self._ttl_cursor = b""  # where the next TTL cleanup scan starts
 
     def set_current_key(self, key_group: int, key: Any) -> None:
         ctx = self.ctx
@@ -341,27 +351,32 @@ class RocksDBKeyedStateBackend:
 
     def get_state(self, descriptor: StateDescriptor):
         name = descriptor.name
+        ttl = ttl_settings(descriptor) if descriptor.ttl_config is not None else None
+        kind = descriptor.kind if ttl is None else ttl.stored_kind
         state = self._states.get(name)
         if state is not None:
-            self._check_kind(name, descriptor.kind)
+            self._check_kind(name, kind)
             return state
-        state = self._states[name] = self._create(descriptor, self._register(descriptor))
+        sid = self._register(name, kind)
+        if ttl is None:
+            state = self._create(descriptor, sid)
+        else:
+            state = wrap_with_ttl(descriptor, lambda raw: self._create(raw, sid), self.ttl_clock)
+            self._ttl_states[sid] = state
+        self._states[name] = state
         return state
 
     def _check_kind(self, name: str, kind: str) -> None:
         known = self._registry[name][1]
         if known != kind:
-            raise ValueError(
-                f"state {name!r} was registered as {known} state and cannot be used as {kind} state"
-            )
+            raise kind_mismatch(name, known, kind)
 
-    def _register(self, descriptor: StateDescriptor) -> int:
-        name = descriptor.name
+    def _register(self, name: str, kind: str) -> int:
         if name in self._registry:
-            self._check_kind(name, descriptor.kind)
+            self._check_kind(name, kind)
             return self._registry[name][0]
         sid = len(self._registry)
-        self._registry[name] = [sid, descriptor.kind]
+        self._registry[name] = [sid, kind]
         self.db.put(_REGISTRY_KEY, json.dumps(self._registry).encode())
         return sid
 
@@ -395,6 +410,67 @@ class RocksDBKeyedStateBackend:
         shutil.rmtree(directory, ignore_errors=True)
         rocksdict.Checkpoint(self.db).create_checkpoint(directory)
         return sorted(os.listdir(directory))
+
+    def end_epoch(self, records: int = 0) -> None:
+        """TTL cleanup, once per epoch before the snapshot.
+
+        RocksDB's compaction filter is out of reach from Python, so expired values go in a
+        scan that resumes where the last one stopped: per TTL state, its compaction-filter
+        batch (``query_time_after_num_entries``) plus ``cleanup_size`` keys per access (and
+        per record if so configured) this epoch.
+        """
+        if not self._ttl_states:
+            return
+        budget = 0
+        for state in self._ttl_states.values():
+            ttl, accesses = state.settings, state.accesses
+            state.accesses = 0
+            if ttl.compaction_filter is not None:
+                budget += max(ttl.compaction_filter.get_query_time_after_num_entries(), 1)
+            if ttl.cleanup_size is not None:
+                budget += ttl.cleanup_size * (
+                    accesses + (records if ttl.cleanup_every_record else 0)
+                )
+        if budget:
+            self.cleanup_expired(budget)
+
+    def cleanup_expired(self, max_entries: int) -> int:
+        """Check up to ``max_entries`` RocksDB entries from the scan cursor (wrapping round)
+        and drop the expired values, list elements and map entries of TTL states."""
+        self.write_back()
+        now = self.ttl_clock()
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        iterator = self.db.iter()
+        iterator.seek(self._ttl_cursor)
+        scanned = changed = 0
+        wrapped = not self._ttl_cursor
+        while scanned < max_entries:
+            if not iterator.valid() or iterator.key().startswith(b"\xff\xff"):
+                if wrapped:
+                    break
+                wrapped = True
+                iterator.seek(b"")
+                continue
+            db_key = iterator.key()
+            scanned += 1
+            state = self._ttl_states.get(_PREFIX.unpack_from(db_key)[1])
+            if state is not None:
+                stored = loads(iterator.value())
+                kind = "value" if isinstance(state, MapState) else state.settings.kind
+                kept = purge_expired(kind, stored, state.settings.ttl_ms, now)
+                if kept is None:
+                    batch.delete(db_key)
+                    changed += 1
+                elif kept is not stored:
+                    batch.put(db_key, dumps(kept, HIGHEST_PROTOCOL))
+                    changed += 1
+            iterator.next()
+        self._ttl_cursor = iterator.key() if iterator.valid() else b""
+        if changed:
+            self.db.write(batch)
+            for state in self.cached_states:
+                state.drop_cache()
+        return changed
 
     def num_entries(self) -> int:
         return self.db.property_int_value("rocksdb.estimate-num-keys") or 0
