@@ -8,7 +8,12 @@ cost of an empty Spark job in the same session is measured as the floor of an ep
 The last printed line is the figures line:
 
     keyed_count system=lockgate events_per_s=... epochs=... median_epoch_ms=...
-    job_overhead_ms=...
+    job_overhead_ms=... backend=<hashmap|rocksdb>
+
+``--backend`` picks the keyed state backend: ``hashmap`` (default, ``HashMapStateBackend``)
+or ``rocksdb`` (``EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)``, one
+RocksDB instance per keyed subtask in Spark's local directory, write-back cache of
+``lockgate.state.rocksdb.cache-entries`` keys per state).
 
 The job runs ``--runs`` times in the session (default 3) and the figures are those of the
 run with the median wall time: the first run after the session starts is often slower
@@ -26,7 +31,8 @@ failed) and the last line becomes
 
 (lockgate's events/s over the peer's). ``bench/requirements-peers.txt`` lists the peers.
 
-Run: ``python bench/keyed_count.py [--events N] [--keys K] [--source-parallelism P] [--peers]``.
+Run: ``python bench/keyed_count.py [--events N] [--keys K] [--source-parallelism P]
+[--backend hashmap|rocksdb] [--peers]``.
 """
 
 from __future__ import annotations
@@ -51,6 +57,11 @@ from lockgate.common import config_options as options
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.connectors import DiscardingSink
 from lockgate.datastream.state import ValueStateDescriptor
+from lockgate.datastream.state_backend import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StateBackend,
+)
 from lockgate.runtime.spark_session import get_or_create_session
 
 # Measured on a 2-core machine (local[2], 1M events, 10k keys): the source at parallelism 2
@@ -73,7 +84,16 @@ class CountAndSum(KeyedProcessFunction):
         yield value[0], count, total
 
 
-__all__ = ["CountAndSum", "main", "make_events"]
+__all__ = [
+    "BACKENDS",
+    "CountAndSum",
+    "add_backend_argument",
+    "add_job_arguments",
+    "add_spark_arguments",
+    "main",
+    "make_events",
+    "state_backend",
+]
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
 PEER_TIMEOUT_S = 1800
 _RATE_LINE = re.compile(r"^keyed_count system=(\S+) events_per_s=(\S+)$")
@@ -83,11 +103,40 @@ def _key(event):
     return event[0]
 
 
+BACKENDS = ("hashmap", "rocksdb")
+
+
+def add_backend_argument(parser: argparse.ArgumentParser, default: str = "hashmap") -> None:
+    """``--backend hashmap|rocksdb``: the benchmarks' keyed state backend option."""
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=default,
+        help=f"keyed state backend (default {default}); rocksdb is "
+        "EmbeddedRocksDBStateBackend with incremental checkpoints",
+    )
+
+
+def state_backend(name: str) -> StateBackend:
+    """The state backend a ``--backend`` value stands for."""
+    if name == "rocksdb":
+        return EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
+    if name == "hashmap":
+        return HashMapStateBackend()
+    raise ValueError(f"unknown state backend {name!r}: use one of {', '.join(BACKENDS)}")
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--parallelism`` and ``--master``: the options every benchmark job has."""
+    parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--master", default="local[2]")
+
+
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     """The keyed-count job's options, shared with the benchmarks that reuse the job."""
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=10_000)
-    parser.add_argument("--parallelism", type=int, default=2)
+    add_spark_arguments(parser)
     parser.add_argument(
         "--source-parallelism",
         type=int,
@@ -100,12 +149,12 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         default=options.EPOCH_MAX_RECORDS_PER_SPLIT.default,
         help="lockgate.epoch.max-records-per-split (records per source split per epoch)",
     )
-    parser.add_argument("--master", default="local[2]")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_job_arguments(parser)
+    add_backend_argument(parser)
     parser.add_argument(
         "--runs", type=int, default=3, help="timed runs of the job; the median one is reported"
     )
@@ -163,6 +212,7 @@ def run_job(spark, args: argparse.Namespace, events: list, work_dir: str):
     env = StreamExecutionEnvironment.get_execution_environment(spark)
     env.configure(config)
     env.set_parallelism(args.parallelism)
+    env.set_state_backend(state_backend(args.backend))
     source = env.from_collection(events)
     if args.source_parallelism != 1:
         source = source.set_parallelism(args.source_parallelism)
@@ -217,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"keyed_count system=lockgate events_per_s={args.events / seconds:.2f} "
         f"epochs={len(result.epochs)} median_epoch_ms={median_epoch:.2f} "
-        f"job_overhead_ms={overhead:.2f}"
+        f"job_overhead_ms={overhead:.2f} backend={args.backend}"
     )
     if not args.peers:
         spark.stop()
