@@ -439,11 +439,19 @@ class RocksDBKeyedStateBackend:
         and drop the expired values, list elements and map entries of TTL states."""
         self.write_back()
         now = self.ttl_clock()
+        # only states that asked for a background cleanup (the others expire when read)
+        cleaned = {
+            sid: state
+            for sid, state in self._ttl_states.items()
+            if state.settings.compaction_filter is not None
+            or state.settings.cleanup_size is not None
+        }
         batch = rocksdict.WriteBatch(raw_mode=True)
         iterator = self.db.iter()
-        iterator.seek(self._ttl_cursor)
+        start = self._ttl_cursor
+        iterator.seek(start)
         scanned = changed = 0
-        wrapped = not self._ttl_cursor
+        wrapped = not start
         while scanned < max_entries:
             if not iterator.valid() or iterator.key().startswith(b"\xff\xff"):
                 if wrapped:
@@ -452,8 +460,10 @@ class RocksDBKeyedStateBackend:
                 iterator.seek(b"")
                 continue
             db_key = iterator.key()
+            if wrapped and start and db_key >= start:
+                break  # round the whole range once
             scanned += 1
-            state = self._ttl_states.get(_PREFIX.unpack_from(db_key)[1])
+            state = cleaned.get(_PREFIX.unpack_from(db_key)[1])
             if state is not None:
                 stored = loads(iterator.value())
                 kind = "value" if isinstance(state, MapState) else state.settings.kind

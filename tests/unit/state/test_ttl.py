@@ -1081,20 +1081,10 @@ def test_rocksdb_cleanup_scan_resumes_from_its_cursor(backends):
 
 
 @rocksdb_default_cache
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "RocksDBKeyedStateBackend.cleanup_expired: once it wraps round to the first row, the "
-        "scan does not stop at the row where it started (the cursor) but goes on until the "
-        "budget or the last row, so a budget larger than the rows after the cursor checks "
-        "those rows twice in one call and counts each expired one twice: 20 rows dropped, "
-        "35 returned (the heap backend checks each key at most once per call)"
-    ),
-)
 def test_rocksdb_cleanup_scan_counts_each_dropped_row_once(backends):
     clock = Clock()
     b = backends(clock)
-    state = ttl_state(b, "value", config().disable_cleanup_in_background())
+    state = ttl_state(b, "value", config())
     fill(b, state)
     assert b.cleanup_expired(5) == 0  # the cursor is now at the sixth row
     clock.advance(TTL_MS)
@@ -1204,19 +1194,6 @@ def test_rocksdb_background_cleanup_can_be_disabled(backends):
 
 
 @rocksdb_default_cache
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "RocksDBKeyedStateBackend.cleanup_expired drops the expired rows of every TTL state "
-        "it passes, including states whose StateTtlConfig has no background cleanup "
-        "(disable_cleanup_in_background() with no incremental or compaction-filter "
-        "strategy): end_epoch sums the budgets of the other TTL states and the shared scan "
-        "uses it on all of them, so such a state loses its expired values (an expired value "
-        "is no longer returned with ReturnExpiredIfNotCleanedUp) as soon as another TTL "
-        "state with cleanup shares the instance; the heap backend cleans each state by its "
-        "own config only"
-    ),
-)
 def test_rocksdb_cleanup_leaves_a_state_without_background_cleanup_alone(backends):
     clock = Clock()
     b = backends(clock)
