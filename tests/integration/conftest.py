@@ -28,12 +28,20 @@ def spark():
 
 
 @pytest.fixture
-def make_env(spark, tmp_path):
+def backend():
+    """The keyed state backend of ``make_env``'s jobs. Tests that must pass on every backend
+    parametrize it: ``@BACKENDS`` (lockgate_it_support), which overrides this default."""
+    return "hashmap"
+
+
+@pytest.fixture
+def make_env(spark, tmp_path, backend):
     """Build an environment on the shared session, with a per-test work dir."""
 
     def make(parallelism: int = 2, max_records_per_split: int = 1000, **settings: str):
         config = Configuration()
         config.set_string("lockgate.work-dir", str(tmp_path / "work"))
+        config.set_string("state.backend.type", backend)
         config.set_integer("lockgate.epoch.max-records-per-split", max_records_per_split)
         for key, value in settings.items():
             config.set_string(key.replace("_", "."), str(value))

@@ -13,7 +13,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import pytest
+
 from lockgate.datastream import MapFunction
+
+# Runs a test once per keyed state backend: it overrides the ``backend`` fixture (conftest),
+# which ``make_env`` configures as state.backend.type.
+BACKENDS = pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 
 
 class SparkJobCounter:

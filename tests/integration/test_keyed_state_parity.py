@@ -1,8 +1,9 @@
 """Keyed-state jobs give the same results as a plain-Python reference, over several epochs.
 
-The collection source is non-parallel (as in Flink), so every key sees its records in
-collection order: outputs are compared exactly as multisets, and per key as sequences.
-With a parallel source only order-independent results are compared.
+Every test runs on both keyed state backends (heap and RocksDB): both must match the
+reference. The collection source is non-parallel (as in Flink), so every key sees its
+records in collection order: outputs are compared exactly as multisets, and per key as
+sequences. With a parallel source only order-independent results are compared.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lockgate_it_support import SparkJobCounter, by_key, collect
+from lockgate_it_support import BACKENDS, SparkJobCounter, by_key, collect
 
 from lockgate.common import Row
 from lockgate.datastream import (
@@ -40,6 +41,8 @@ MIN_EPOCHS = 4
 LAST_N = 3
 
 parallelisms = pytest.mark.parametrize("parallelism", [1, 2, 3])
+
+pytestmark = BACKENDS  # every test runs on the heap and on the RocksDB backend
 
 
 def transactions(n: int = N_RECORDS, seed: int = 7) -> list[tuple[str, int, str, int]]:

@@ -1,11 +1,12 @@
-"""Keyed state follows a subtask to whichever Python worker runs it next epoch."""
+"""Keyed state follows a subtask to whichever Python worker runs it next epoch (on RocksDB:
+restored from the local snapshot another worker left on this machine)."""
 
 from __future__ import annotations
 
 import os
 from collections import defaultdict
 
-from lockgate_it_support import SparkJobCounter, by_key, collect
+from lockgate_it_support import BACKENDS, SparkJobCounter, by_key, collect
 from pyspark import TaskContext
 
 from lockgate.datastream import KeyedProcessFunction
@@ -34,6 +35,7 @@ class CountAndWhere(KeyedProcessFunction):
         yield key, seq, epoch, count, tuple(recent), subtask, os.getpid()
 
 
+@BACKENDS
 def test_state_is_found_when_a_subtask_moves_to_another_worker(make_env, spark):
     n = EPOCHS * PER_EPOCH
     records = [(KEYS[(i * 7) % len(KEYS)], i, i // PER_EPOCH + 1) for i in range(n)]

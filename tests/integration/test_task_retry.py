@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from lockgate_it_support import BACKENDS
 from pyspark import TaskContext
 
 from lockgate.datastream import KeyedProcessFunction
@@ -33,6 +34,7 @@ class CountFailingOnce(KeyedProcessFunction):
         yield value[0], count
 
 
+@BACKENDS
 def test_retried_subtask_restarts_from_previous_epoch_state(make_env, tmp_path):
     env = make_env(parallelism=2, max_records_per_split=500)
     keys = [f"k{i}" for i in range(20)]
