@@ -7,7 +7,8 @@ per split, a keyed stage counting per key in ``ValueState``, and an exactly-once
 twice, a lost record or a record written twice all change the committed lines, which are
 compared with that reference exactly. Failures are injected inside a user function and at
 the named points of ``lockgate.testing.inject-failure``; checkpoints are damaged on disk;
-jobs are resumed in a new run from a retained checkpoint.
+jobs are resumed in a new run from a retained checkpoint. The failure and recovery tests
+that involve keyed state run on both state backends (``@BACKENDS``: heap and RocksDB).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lockgate_it_support import BACKENDS, SparkJobCounter
 
+from lockgate.checkpoint.coordinator import load_checkpoint
 from lockgate.common import Configuration, Encoder, RestartStrategies, WatermarkStrategy
 from lockgate.datastream import (
     CheckpointingMode,
@@ -230,11 +233,14 @@ def metadata_body(chk: Path) -> dict[str, Any]:
 
 
 def referenced_state_files(job_dir: Path, chk: Path) -> set[Path]:
-    """State files a checkpoint's ``_metadata`` refers to (relative to the job directory)."""
+    """State files a checkpoint's ``_metadata`` refers to (relative to the job directory):
+    the heap backend's key-group handles and the RocksDB backend's files."""
     files = set()
     for operator in metadata_body(chk)["operators"].values():
         for subtask in operator["subtasks"]:
-            for handle in ((subtask.get("keyed") or {}).get("groups") or {}).values():
+            keyed = subtask.get("keyed") or {}
+            handles = [*(keyed.get("groups") or {}).values(), *(keyed.get("files") or {}).values()]
+            for handle in handles:
                 path = handle[0]
                 if path.startswith("file://"):
                     files.add(Path(path.removeprefix("file://")))
@@ -257,6 +263,7 @@ def run_until_failure(make_env, tmp_path: Path, parallelism: int, fail_epoch: in
         make_env,
         checkpoints,
         parallelism,
+        settings=kwargs.pop("settings", None),
         retained=kwargs.pop("retained", 3),
         retention=kwargs.pop("retention", RETAIN),
         restart=RestartStrategies.no_restart(),
@@ -276,6 +283,7 @@ def recovery_settings(path: Path, **extra: str) -> dict[str, str]:
 # 1. A user function fails --------------------------------------------------------------------
 
 
+@BACKENDS
 @pytest.mark.parametrize("parallelism, interval_ms", [(1, 1), (3, 1), (3, 400)])
 def test_user_function_failure_restores_latest_checkpoint(
     make_env, tmp_path, parallelism, interval_ms
@@ -298,6 +306,7 @@ def test_user_function_failure_restores_latest_checkpoint(
 # 2-5. Failures at the named injection points -------------------------------------------------
 
 
+@BACKENDS
 @PARALLELISMS
 @pytest.mark.parametrize(
     "inject, restarts",
@@ -443,6 +452,7 @@ def test_fixed_delay_strategy_gives_up_after_its_attempts(make_env, tmp_path, pa
 # Checkpoint statistics -----------------------------------------------------------------------
 
 
+@BACKENDS
 @PARALLELISMS
 def test_checkpoint_statistics_in_job_result(make_env, tmp_path, parallelism):
     checkpoints = tmp_path / "checkpoints"
@@ -591,6 +601,179 @@ def test_retention_keeps_num_retained_and_only_needed_shared_files(make_env, tmp
     assert len(lines) == sum(lines.values()) == 5 * MAX_RECORDS * parallelism
 
 
+# RocksDB: incremental checkpoints share SST files, reference-counted --------------------------
+
+
+def url_path(url: str) -> Path:
+    return Path(url.removeprefix("file://"))
+
+
+def stored_files(job_dir: Path) -> set[Path]:
+    """Files under the job's shared/ directory, but for uploads still under a temporary name."""
+    shared = job_dir / "shared"
+    return {p for p in shared.rglob("*") if p.is_file() and not p.name.startswith(".")}
+
+
+def run_observing_checkpoints(make_env, tmp_path: Path, incremental: bool, parallelism: int = 2):
+    """Run the counting job on RocksDB with one checkpoint per epoch and 2 retained, and
+    look at checkpoint storage after every checkpoint.
+
+    Collected results of an epoch are released once its checkpoint completed, and the job
+    waits while they are consumed: when the first result of epoch n arrives, checkpoint n
+    is complete and what it made unnecessary is deleted. Returns, per checkpoint, the files
+    (URLs) of the retained checkpoints' ``_metadata`` files, as ``load_checkpoint`` reads them.
+    """
+    checkpoints = tmp_path / "checkpoints"
+    env = checkpointed_env(
+        make_env,
+        checkpoints,
+        parallelism,
+        settings={"execution.checkpointing.incremental": str(incremental).lower()},
+        retained=2,
+    )
+    stream = (
+        env.from_collection(records(parallelism))
+        .set_parallelism(parallelism)
+        .uid(UIDS[0])
+        .key_by(lambda r: (r[0], r[1] % KEYS))
+        .process(CountPerKey())
+        .uid(UIDS[1])
+    )
+    observed: list[dict[str, set[str]]] = []
+    received: list[str] = []
+    with stream.execute_and_collect() as results:
+        for line in results:
+            received.append(line)
+            epoch = int(line.split(",")[1]) // MAX_RECORDS + 1
+            if epoch == len(observed):
+                continue
+            assert epoch == len(observed) + 1, (epoch, len(observed))
+            job_dir = only_job_dir(checkpoints)
+            retained = chk_dirs(job_dir)
+            expected = [f"chk-{n}" for n in range(max(1, epoch - 1), epoch + 1)]
+            assert [p.name for p in retained] == expected
+            files = {}
+            for chk in retained:
+                checkpoint, skipped = load_checkpoint(str(chk))
+                assert not skipped and checkpoint.epoch == int(chk.name[4:])
+                for operator in checkpoint.body["operators"].values():
+                    for subtask in operator["subtasks"]:
+                        keyed = subtask.get("keyed")
+                        assert keyed is None or keyed["backend"] == "rocksdb", keyed
+                files[chk.name] = checkpoint.files()
+            referenced = {url_path(url) for urls in files.values() for url in urls}
+            missing = sorted(str(p) for p in referenced if not p.exists())
+            assert not missing, f"after chk-{epoch}: retained checkpoints lack {missing[:3]}"
+            assert all(job_dir / "shared" in p.parents for p in referenced), referenced
+            unneeded = sorted(str(p) for p in stored_files(job_dir) - referenced)
+            assert not unneeded, f"after chk-{epoch}: files nothing refers to: {unneeded[:3]}"
+            observed.append(files)
+    assert Counter(received) == reference(parallelism)
+    assert len(observed) == EPOCHS
+    return observed
+
+
+def ssts(urls: set[str]) -> set[str]:
+    """The SST files (a full checkpoint's copies are named <instance>-<n>.sst-<tag>)."""
+    return {url for url in urls if ".sst" in url.rsplit("/", 1)[1]}
+
+
+ROCKSDB_ONLY = pytest.mark.parametrize("backend", ["rocksdb"])
+
+
+@ROCKSDB_ONLY
+def test_rocksdb_incremental_checkpoints_share_files_and_delete_unreferenced_ones(
+    make_env, tmp_path
+):
+    """execution.checkpointing.incremental: a checkpoint uploads only new SST files and
+    refers to the older ones; num-retained 2. After every checkpoint, every file of a
+    retained checkpoint exists and shared/ holds nothing else."""
+    observed = run_observing_checkpoints(make_env, tmp_path, incremental=True)
+    shared_pairs = 0
+    for epoch, files in enumerate(observed[1:], start=2):
+        previous, latest = files[f"chk-{epoch - 1}"], files[f"chk-{epoch}"]
+        assert previous == observed[epoch - 2][f"chk-{epoch - 1}"]
+        shared_pairs += bool(ssts(previous) & ssts(latest))
+    assert shared_pairs >= EPOCHS - 2, "consecutive checkpoints share SST files (same URLs)"
+    # Files only the checkpoints that left the retained window had were deleted
+    everything = {url for files in observed for urls in files.values() for url in urls}
+    gone = {url for url in everything if not url_path(url).exists()}
+    assert ssts(gone), "no superseded SST was ever deleted"
+
+
+@ROCKSDB_ONLY
+def test_rocksdb_full_checkpoints_share_no_sst(make_env, tmp_path):
+    """execution.checkpointing.incremental false: every checkpoint holds its own copies."""
+    observed = run_observing_checkpoints(make_env, tmp_path, incremental=False)
+    pairs = [files.values() for files in observed if len(files) == 2]
+    assert len(pairs) == EPOCHS - 1
+    for first, second in pairs:
+        assert ssts(first) and ssts(second)
+        assert not ssts(first) & ssts(second), "an SST file is shared by two checkpoints"
+
+
+@ROCKSDB_ONLY
+def test_rocksdb_resume_from_the_older_retained_incremental_checkpoint(make_env, tmp_path):
+    """The older of two retained incremental checkpoints shares files with the newer one;
+    after the job failed, a new run resumes from it and commits exactly the reference."""
+    incremental = {"execution.checkpointing.incremental": "true"}
+    job_dir = run_until_failure(
+        make_env, tmp_path, 3, fail_epoch=5, retained=2, settings=incremental
+    )
+    older, newer = chk_dirs(job_dir)
+    assert (older.name, newer.name) == ("chk-3", "chk-4")
+    shared = {p for p in referenced_state_files(job_dir, older) if ".sst" in p.name}
+    assert shared & referenced_state_files(job_dir, newer), "no SST shared by chk-3 and chk-4"
+    files = referenced_state_files(job_dir, older) | referenced_state_files(job_dir, newer)
+    contents = {p: p.read_bytes() for p in files}
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        3,
+        settings=recovery_settings(older, **incremental),
+        retained=2,
+    )
+    build_job(env, tmp_path / "out", 3)
+    result = env.execute("resumed from the older checkpoint")
+    assert [e.epoch for e in result.epochs] == [4, 5, 6]
+    assert_committed_output_exact(tmp_path / "out", 3)
+    # Restoring (files are hard-linked where they can be) left the checkpoints as they were
+    changed = sorted(str(p) for p, data in contents.items() if p.read_bytes() != data)
+    assert not changed, f"restoring changed files of the checkpoint: {changed[:3]}"
+
+
+# Checkpoints restore only into the backend that wrote them -------------------------------------
+
+
+@BACKENDS
+def test_checkpoint_of_another_backend_fails_before_running_naming_both(
+    make_env, spark, tmp_path, backend
+):
+    job_dir = run_until_failure(make_env, tmp_path, 3, fail_epoch=3)
+    latest = chk_dirs(job_dir)[-1]
+    before = committed_lines(tmp_path / "out")
+    other = "rocksdb" if backend == "hashmap" else "hashmap"
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "again",
+        3,
+        settings=recovery_settings(latest, **{"state.backend.type": other}),
+        restart=RestartStrategies.no_restart(),
+    )
+    build_job(env, tmp_path / "out", 3)
+    jobs = SparkJobCounter(spark)
+    with pytest.raises(JobExecutionError) as info:
+        env.execute("other backend")
+    message = str(info.value)
+    assert str(latest) in message, message
+    assert f"written by the {backend} state backend" in message, message
+    assert f"uses the {other} backend" in message, message
+    assert "savepoint" in message, message
+    assert UIDS[1] in message, message
+    assert jobs.none_started()
+    assert committed_lines(tmp_path / "out") == before
+
+
 # 7. Damaged and foreign checkpoints ----------------------------------------------------------
 
 
@@ -609,6 +792,7 @@ def break_checksum(metadata: Path) -> None:
     metadata.write_bytes(data[: match.start(1)] + flipped + data[match.end(1) :])
 
 
+@BACKENDS
 @pytest.mark.parametrize(
     "parallelism, damaged",
     [(1, {4: truncate}), (1, {4: break_checksum}), (3, {4: truncate, 3: break_checksum})],
@@ -722,6 +906,7 @@ def test_checkpoint_of_another_job_fails_unless_unclaimed_state_is_ignored(make_
     assert_committed_output_exact(tmp_path / "out", 3)
 
 
+@BACKENDS
 def test_damaged_latest_checkpoint_in_run_restores_the_previous_one(make_env, tmp_path, caplog):
     """In-run recovery reads the latest checkpoint's _metadata; a damaged one is skipped."""
     checkpoints = tmp_path / "checkpoints"
@@ -758,6 +943,7 @@ def test_damaged_latest_checkpoint_in_run_restores_the_previous_one(make_env, tm
     assert_committed_output_exact(tmp_path / "out", 1)
 
 
+@BACKENDS
 @pytest.mark.parametrize(
     "retention, kept",
     [(RETAIN, True), (ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION, False)],
@@ -787,6 +973,7 @@ def test_cancel_applies_externalized_retention(make_env, tmp_path, retention, ke
         assert job_dirs(checkpoints) == []
 
 
+@BACKENDS
 def test_resumed_job_checkpoints_do_not_need_the_old_job_directory(make_env, tmp_path):
     """After a resume, the new job's checkpoints hold all state they need (as Flink's
     NO_CLAIM mode): the first job's directory can be deleted."""
@@ -828,6 +1015,7 @@ def test_resumed_job_checkpoints_do_not_need_the_old_job_directory(make_env, tmp
 # 8. Resume in a new run ----------------------------------------------------------------------
 
 
+@BACKENDS
 @pytest.mark.parametrize(
     "parallelism, use_metadata_file", [(1, True), (3, False)], ids=["p1-metadata", "p3-chk-dir"]
 )
@@ -862,6 +1050,7 @@ def test_resume_in_new_run_continues_output_exactly_once(
     assert [p.name for p in chk_dirs(job_dir)] == ["chk-1", "chk-2", "chk-3"]
 
 
+@BACKENDS
 def test_resume_then_fail_again_restores_the_resumed_checkpoint(make_env, tmp_path):
     """A failed restore of the recovery path is retried; a failure before the resumed job's
     first checkpoint goes back to the recovery path."""
