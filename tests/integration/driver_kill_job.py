@@ -1,12 +1,14 @@
 """A checkpointed job run as its own driver process by ``test_driver_kill.py`` (not a test).
 
-    python driver_kill_job.py OUT CHECKPOINTS WORK PARALLELISM [RECOVERY_PATH]
+    python driver_kill_job.py OUT CHECKPOINTS WORK PARALLELISM BACKEND [RECOVERY_PATH]
 
 Split s of the source holds the unique increasing numbers (s, 0), (s, 1), ...; a slow map
 keeps the job running long enough to be killed mid-run; a keyed stage counts per key in
 ``ValueState``; an exactly-once ``FileSink`` writes ``split,i,count`` lines. Checkpoints
 are taken at every epoch, three are retained, and they are kept when the job does not
-finish. On success the script prints one JSON line with the job's epochs and checkpoints.
+finish. BACKEND is the keyed state backend (hashmap, or rocksdb with incremental checkpoints
+and its instances under WORK). On success the script prints one JSON line with the job's
+epochs and checkpoints.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ class CountPerKey(KeyedProcessFunction):
 
 
 def main(argv: list[str]) -> None:
-    out, checkpoints, work, parallelism = argv[:4]
-    recovery = argv[4] if len(argv) > 4 else ""
+    out, checkpoints, work, parallelism, backend = argv[:5]
+    recovery = argv[5] if len(argv) > 5 else ""
     splits = int(parallelism)
     config = Configuration()
     config.set_string("spark.master", "local[2]")
@@ -69,6 +71,10 @@ def main(argv: list[str]) -> None:
     config.set_string("spark.sql.shuffle.partitions", "4")
     config.set_string("lockgate.work-dir", work)
     config.set_integer("lockgate.epoch.max-records-per-split", MAX_RECORDS)
+    config.set_string("state.backend.type", backend)
+    if backend == "rocksdb":
+        config.set_string("execution.checkpointing.incremental", "true")
+        config.set_string("state.backend.rocksdb.localdir", f"{work}/rocksdb")
     if recovery:
         config.set_string("execution.state-recovery.path", recovery)
     env = StreamExecutionEnvironment.get_execution_environment(config)

@@ -48,7 +48,7 @@ def completed_checkpoints(job_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[4:]))
 
 
-def start(tmp_path: Path, name: str, parallelism: int, recovery: Path | None = None):
+def start(tmp_path: Path, name: str, parallelism: int, backend: str, recovery: Path | None = None):
     args = [
         sys.executable,
         str(SCRIPT),
@@ -56,6 +56,7 @@ def start(tmp_path: Path, name: str, parallelism: int, recovery: Path | None = N
         str(tmp_path / "checkpoints"),
         str(tmp_path / f"work-{name}"),
         str(parallelism),
+        backend,
     ]
     if recovery is not None:
         args.append(str(recovery))
@@ -87,10 +88,12 @@ def kill_group(process: subprocess.Popen) -> None:
     raise AssertionError("processes of the killed job are still alive")
 
 
-@pytest.mark.parametrize("parallelism", [1, 3])
-def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parallelism):
+@pytest.mark.parametrize("parallelism, backend", [(1, "hashmap"), (3, "hashmap"), (3, "rocksdb")])
+def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parallelism, backend):
+    """On RocksDB (incremental checkpoints), the new driver's subtasks find no local
+    snapshot of the killed run: they download the checkpoint's files."""
     checkpoints = tmp_path / "checkpoints"
-    first, first_log = start(tmp_path, "first", parallelism)
+    first, first_log = start(tmp_path, "first", parallelism, backend)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while len(list(checkpoints.glob("*/chk-*/_metadata"))) < 2:
@@ -119,7 +122,7 @@ def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parall
     assert 0 < sum(before.values()) < sum(expected.values())
     assert not before - expected, "the killed job committed lines no failure-free run has"
 
-    second, second_log = start(tmp_path, "second", parallelism, recovery=latest)
+    second, second_log = start(tmp_path, "second", parallelism, backend, recovery=latest)
     try:
         returncode = second.wait(timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
