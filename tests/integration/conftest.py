@@ -30,7 +30,8 @@ def spark():
 @pytest.fixture
 def backend():
     """The keyed state backend of ``make_env``'s jobs. Tests that must pass on every backend
-    parametrize it: ``@BACKENDS`` (lockgate_it_support), which overrides this default."""
+    parametrize it: ``@BACKENDS`` (lockgate_it_support), which overrides this default.
+    ``rocksdb-incremental`` is RocksDB with ``execution.checkpointing.incremental: true``."""
     return "hashmap"
 
 
@@ -41,7 +42,10 @@ def make_env(spark, tmp_path, backend):
     def make(parallelism: int = 2, max_records_per_split: int = 1000, **settings: str):
         config = Configuration()
         config.set_string("lockgate.work-dir", str(tmp_path / "work"))
-        config.set_string("state.backend.type", backend)
+        backend_type, _, incremental = backend.partition("-")
+        config.set_string("state.backend.type", backend_type)
+        if incremental:
+            config.set_string("execution.checkpointing.incremental", "true")
         config.set_integer("lockgate.epoch.max-records-per-split", max_records_per_split)
         for key, value in settings.items():
             config.set_string(key.replace("_", "."), str(value))

@@ -20,6 +20,10 @@ from lockgate.datastream import MapFunction
 # Runs a test once per keyed state backend: it overrides the ``backend`` fixture (conftest),
 # which ``make_env`` configures as state.backend.type.
 BACKENDS = pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+# The same, and RocksDB with incremental checkpoints (SST files shared between checkpoints)
+BACKENDS_AND_INCREMENTAL = pytest.mark.parametrize(
+    "backend", ["hashmap", "rocksdb", "rocksdb-incremental"]
+)
 
 
 class SparkJobCounter:

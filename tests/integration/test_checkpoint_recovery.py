@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lockgate_it_support import BACKENDS, SparkJobCounter
+from lockgate_it_support import BACKENDS, BACKENDS_AND_INCREMENTAL, SparkJobCounter
 
 from lockgate.checkpoint.coordinator import load_checkpoint
 from lockgate.common import Configuration, Encoder, RestartStrategies, WatermarkStrategy
@@ -283,7 +283,7 @@ def recovery_settings(path: Path, **extra: str) -> dict[str, str]:
 # 1. A user function fails --------------------------------------------------------------------
 
 
-@BACKENDS
+@BACKENDS_AND_INCREMENTAL
 @pytest.mark.parametrize("parallelism, interval_ms", [(1, 1), (3, 1), (3, 400)])
 def test_user_function_failure_restores_latest_checkpoint(
     make_env, tmp_path, parallelism, interval_ms
@@ -906,7 +906,7 @@ def test_checkpoint_of_another_job_fails_unless_unclaimed_state_is_ignored(make_
     assert_committed_output_exact(tmp_path / "out", 3)
 
 
-@BACKENDS
+@BACKENDS_AND_INCREMENTAL
 def test_damaged_latest_checkpoint_in_run_restores_the_previous_one(make_env, tmp_path, caplog):
     """In-run recovery reads the latest checkpoint's _metadata; a damaged one is skipped."""
     checkpoints = tmp_path / "checkpoints"
@@ -1050,7 +1050,7 @@ def test_resume_in_new_run_continues_output_exactly_once(
     assert [p.name for p in chk_dirs(job_dir)] == ["chk-1", "chk-2", "chk-3"]
 
 
-@BACKENDS
+@BACKENDS_AND_INCREMENTAL
 def test_resume_then_fail_again_restores_the_resumed_checkpoint(make_env, tmp_path):
     """A failed restore of the recovery path is retried; a failure before the resumed job's
     first checkpoint goes back to the recovery path."""
