@@ -22,45 +22,51 @@ pytestmark = pytest.mark.parametrize("backend", ["rocksdb"])
 
 LOCALDIR = "state.backend.rocksdb.localdir"
 PER_EPOCH = 20
+EPOCHS = 6
+SNAPSHOTS_KEPT = 3  # local snapshots per subtask (keyed_state._LOCAL_SNAPSHOTS_KEPT)
 
 
 class CountAndLook(KeyedProcessFunction):
-    """Counts per key; on each subtask's first record of epoch 2, reports the local
-    snapshots of its RocksDB instance found under ``roots`` (epoch 1 left one)."""
+    """Counts per key; on each subtask's first record of every epoch after the first,
+    reports the local snapshots of its RocksDB instance found under ``roots``."""
 
     def __init__(self, roots: list[str]):
         self.roots = roots
 
     def open(self, runtime_context):
         self.count = runtime_context.get_state(ValueStateDescriptor("count"))
-        self.looked = False
+        self.looked: set[int] = set()
 
     def process_element(self, value, ctx):
         count = (self.count.value() or 0) + 1
         self.count.update(count)
         yield "count", value[1], count
-        if value[1] >= PER_EPOCH and not self.looked:
-            self.looked = True
+        epoch = value[1] // PER_EPOCH + 1
+        if epoch > 1 and epoch not in self.looked:
+            self.looked.add(epoch)
             index = TaskContext.get().partitionId()
             found = {
                 root: sorted(glob.glob(f"{root}/lockgate-rocksdb/*/op*-{index}/snap-*"))
                 for root in self.roots
             }
-            yield "look", index, os.getcwd(), found
+            yield "look", index, epoch, os.getcwd(), found
 
 
-def run(env, roots: list[str]) -> tuple[list, dict[int, dict[str, list[str]]], set[str]]:
-    records = [(i % 5, i) for i in range(3 * PER_EPOCH)]
+def run(env, roots: list[str]) -> tuple[list, dict[int, dict[int, dict]], set[str]]:
+    """Counts, and per subtask and epoch the local snapshots found; the workers' cwd."""
+    records = [(i % 5, i) for i in range(EPOCHS * PER_EPOCH)]
     stream = env.from_collection(records).key_by(lambda r: r[0]).process(CountAndLook(roots))
     results = collect(stream)
     counts = sorted(r[1:] for r in results if r[0] == "count")
-    looks = {r[1]: r[3] for r in results if r[0] == "look"}
-    cwds = {r[2] for r in results if r[0] == "look"}
+    looks: dict[int, dict[int, dict]] = {}
+    for _, index, epoch, _, found in (r for r in results if r[0] == "look"):
+        looks.setdefault(index, {})[epoch] = found
+    cwds = {r[3] for r in results if r[0] == "look"}
     return counts, looks, cwds
 
 
 def expected_counts() -> list[tuple[int, int]]:
-    return sorted((i, i // 5 + 1) for i in range(3 * PER_EPOCH))
+    return sorted((i, i // 5 + 1) for i in range(EPOCHS * PER_EPOCH))
 
 
 @pytest.mark.parametrize("how", ["configuration", "set_db_storage_paths"])
@@ -78,10 +84,14 @@ def test_instances_live_in_the_local_dirs_by_subtask_and_go_with_the_job(make_en
     counts, looks, _ = run(env, roots)
     assert counts == expected_counts()
     assert set(looks) == {0, 1}, looks
-    for index, found in looks.items():
-        # subtask i uses directory i % 2 (and only it)
-        assert found[roots[index]], f"subtask {index}: no local snapshot in {roots[index]}"
-        assert not found[roots[1 - index]], found
+    for index, per_epoch in looks.items():
+        assert set(per_epoch) == set(range(2, EPOCHS + 1)), per_epoch.keys()
+        for epoch, found in per_epoch.items():
+            # subtask i uses directory i % 2 (and only it), and old snapshots go
+            mine, other = found[roots[index]], found[roots[1 - index]]
+            assert mine, f"subtask {index}, epoch {epoch}: no local snapshot in {roots[index]}"
+            assert not other, found
+            assert len(mine) <= SNAPSHOTS_KEPT, f"epoch {epoch}: snapshots pile up: {mine}"
     for root in roots:
         assert not glob.glob(f"{root}/lockgate-rocksdb/*/*"), "instances left after the job"
 
@@ -103,7 +113,7 @@ def test_localdir_given_as_a_file_uri(make_env, tmp_path):
     try:
         counts, looks, cwds = run(env, [str(root)])
         assert counts == expected_counts()
-        assert looks[0][str(root)], f"no local snapshot under {root}"
+        assert looks[0][2][str(root)], f"no local snapshot under {root}"
     finally:
         for cwd in cwds:  # what the bug leaves in the worker's directory
             stray = Path(cwd) / f"file:{root}"
