@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tracemalloc
 from dataclasses import replace
 
 import pytest
@@ -190,6 +191,36 @@ def test_cached_values_wait_for_the_end_of_the_epoch(open_backend):
     listing.clear()
     b.write_back()
     assert rocksdb_rows(b) == 198
+
+
+CACHE_BOUND_BUG = (
+    "the RocksDB write-back cache is unbounded for reads: _CachedState._load caches every "
+    "value it reads, and only write_back() (when the dirty keys reach cache_entries, or at "
+    "the snapshot) evicts; an epoch that reads N distinct keys without writing them holds N "
+    "values in the Python worker's memory, whatever lockgate.state.rocksdb.cache-entries says"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=CACHE_BOUND_BUG)
+def test_reading_many_keys_holds_at_most_cache_entries_values(open_backend):
+    b = open_backend(settings=replace(SETTINGS, cache_entries=100))
+    state = b.get_state(ValueStateDescriptor("v"))
+    keys = 5000
+    for i in range(keys):
+        b.set_current_key(G1 + i % 40, i)
+        state.update(bytes(1024))
+    b.write_back()  # the end of the epoch
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(keys):  # a read-only epoch, as an enrichment lookup
+            b.set_current_key(G1 + i % 40, i)
+            assert len(state.value()) == 1024
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # 100 cached values of 1 KB, and their keys: well under 1 MB (5000 values are 5 MB)
+    assert grown < 1 << 20, f"{grown >> 10} KB held after reading {keys} keys"
 
 
 # Registry and reopen -------------------------------------------------------------------------
