@@ -96,16 +96,6 @@ def test_instances_live_in_the_local_dirs_by_subtask_and_go_with_the_job(make_en
         assert not glob.glob(f"{root}/lockgate-rocksdb/*/*"), "instances left after the job"
 
 
-LOCALDIR_URI_BUG = (
-    "state.backend.rocksdb.localdir given as a file:// URI (valid in Flink, and stripped by "
-    "EmbeddedRocksDBStateBackend.set_db_storage_paths) is used as a plain path: the "
-    "writability check passes through fsspec, but KeyedStateSettings.local_dirs keeps the "
-    "'file://' prefix, so os.makedirs puts every instance under a relative 'file:' "
-    "directory in the Python worker's current directory instead of the configured one"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=LOCALDIR_URI_BUG)
 def test_localdir_given_as_a_file_uri(make_env, tmp_path):
     root = tmp_path / "disk"
     env = make_env(parallelism=1, max_records_per_split=PER_EPOCH, **{LOCALDIR: f"file://{root}"})

@@ -46,6 +46,13 @@ def _live_subtasks(run_id: str) -> dict[tuple[int, int], Subtask]:
     return live
 
 
+def _dispose_superseded(live: dict[tuple[int, int], Subtask], epoch: int) -> None:
+    """Every subtask runs in every epoch: one this worker last ran before epoch n-1 has run
+    elsewhere since. Release it now, so its RocksDB instance stops compacting for nothing."""
+    for place in [place for place, subtask in live.items() if subtask.epoch < epoch - 1]:
+        live.pop(place).dispose()
+
+
 _gc_frozen = False
 
 
@@ -91,6 +98,7 @@ class EpochTask:
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
         live = _live_subtasks(self.run_id)
+        _dispose_superseded(live, self.epoch)
         subtask = live.pop((self.vertex_id, index), None)
         reused = subtask is not None and subtask.epoch == self.epoch - 1
         if not reused:

@@ -42,7 +42,9 @@ class KeyedStateSettings:
             backend=options.STATE_BACKEND.read(config).lower(),
             job_id=job_id,
             incremental=options.INCREMENTAL.read(config),
-            local_dirs=tuple(p.strip() for p in local.split(",") if p.strip()),
+            local_dirs=tuple(
+                p.strip().removeprefix("file://") for p in local.split(",") if p.strip()
+            ),
             rocksdb=RocksDBSettings(
                 write_buffer_bytes=options.ROCKSDB_WRITE_BUFFER.read(config),
                 block_cache_bytes=options.ROCKSDB_BLOCK_CACHE.read(config),

@@ -1,15 +1,18 @@
 """Keys as bytes: the same key gives the same bytes in every process, and decodes back.
 
-RocksDB finds a key by its bytes, so equal keys must encode equally. Values that are the
-same dict key in Python (``1``, ``1.0``, ``True``) encode as the same integer, as the heap
-backend treats them as one key. Anything that is not an int, float, str, bytes, None or a
-tuple of them falls back to pickle, which is stable for a given value and Python version.
+RocksDB finds a key by its bytes, so equal keys must encode equally: values that are one
+dict key in Python (``1``, ``1.0``, ``True``, ``Decimal(1)``, an IntEnum of 1) encode as
+the same integer, as the heap backend and the key hash treat them as one key, and decode
+as that canonical value. Types without a canonical form here fall back to pickle, which is
+stable for a given value and Python version.
 """
 
 from __future__ import annotations
 
 import pickle
 import struct
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 _NONE = 0
@@ -20,6 +23,8 @@ _STR = 4
 _BYTES = 5
 _TUPLE = 6
 _PICKLE = 7
+_DECIMAL = 8
+_INSTANT = 9
 
 _INT64 = struct.Struct(">q")
 _FLOAT64 = struct.Struct(">d")
@@ -69,10 +74,38 @@ def _encode(key: Any, out: bytearray) -> None:
     elif key is None:
         out.append(_NONE)
     else:
-        data = pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)
-        out.append(_PICKLE)
-        out += _LENGTH.pack(len(data))
-        out += data
+        _encode_other(key, out)
+
+
+def _encode_other(key: Any, out: bytearray) -> None:
+    """Subclasses and value types that equal other types' values, as ``key_hash`` sees them:
+    an IntEnum is its int, a Row its tuple, Decimal('7') is 7, aware datetimes one instant."""
+    if isinstance(key, tuple):
+        _encode(tuple(key), out)
+    elif isinstance(key, int):
+        _encode_int(int(key), out)
+    elif isinstance(key, str):
+        _encode(str.__str__(key), out)
+    elif isinstance(key, float):
+        _encode(float(key), out)
+    elif isinstance(key, Decimal):
+        if key.is_finite() and key == key.to_integral_value():
+            _encode_int(int(key), out)
+        elif not key.is_finite() or Decimal(float(key)) == key:
+            _encode(float(key), out)
+        else:
+            _encode_text(_DECIMAL, str(key.normalize()), out)
+    elif isinstance(key, datetime) and key.utcoffset() is not None:
+        _encode_text(_INSTANT, key.astimezone(UTC).replace(tzinfo=None).isoformat(), out)
+    else:
+        _encode_text(_PICKLE, pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL), out)
+
+
+def _encode_text(tag: int, text: str | bytes, out: bytearray) -> None:
+    data = text.encode() if isinstance(text, str) else text
+    out.append(tag)
+    out += _LENGTH.pack(len(data))
+    out += data
 
 
 def _encode_int(value: int, out: bytearray) -> None:
@@ -122,4 +155,8 @@ def _decode(data: memoryview, pos: int) -> tuple[Any, int]:
         return int.from_bytes(raw, "big", signed=True), pos
     if tag == _PICKLE:
         return pickle.loads(raw), pos
+    if tag == _DECIMAL:
+        return Decimal(raw.decode()), pos
+    if tag == _INSTANT:
+        return datetime.fromisoformat(raw.decode()).replace(tzinfo=UTC), pos
     raise ValueError(f"unknown key tag {tag}")

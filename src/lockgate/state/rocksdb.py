@@ -23,6 +23,7 @@ import os
 import shutil
 import struct
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
@@ -112,19 +113,25 @@ class _CachedState:
     """Reads and writes go to ``cache`` (key -> value, None = absent); ``dirty`` (key ->
     key group) lists what the next write-back must put into RocksDB."""
 
-    __slots__ = ("_backend", "_cache", "_ctx", "_dirty", "_sid")
+    __slots__ = ("_backend", "_cache", "_ctx", "_dirty", "_first", "_last", "_sid")
 
     def __init__(self, backend: RocksDBKeyedStateBackend, sid: int):
         self._backend = backend
         self._ctx = backend.ctx
         self._sid = sid
+        self._first = backend.key_groups.start
+        self._last = backend.key_groups.end
         self._cache: dict[Any, Any] = {}
         self._dirty: dict[Any, int] = {}
         backend.cached_states.append(self)
 
     def _load(self) -> Any:
         ctx = self._ctx
-        raw = self._backend.db.get(_PREFIX.pack(ctx.group, self._sid) + encode_key(ctx.key))
+        backend = self._backend
+        backend.check_group(ctx.group)
+        if len(self._cache) >= backend.settings.cache_entries:
+            backend.write_back()  # the cache is full: write it out and forget it
+        raw = backend.db.get(_PREFIX.pack(ctx.group, self._sid) + encode_key(ctx.key))
         value = None if raw is None else loads(raw)
         self._cache[ctx.key] = value
         return value
@@ -135,6 +142,8 @@ class _CachedState:
 
     def _set(self, value: Any) -> None:
         ctx = self._ctx
+        if not self._first <= ctx.group <= self._last:
+            self._backend.check_group(ctx.group)
         self._cache[ctx.key] = value
         dirty = self._dirty
         dirty[ctx.key] = ctx.group
@@ -246,6 +255,7 @@ class RocksDBMapState(MapState):
 
     def _prefix(self) -> bytes:
         ctx = self._ctx
+        self._backend.check_group(ctx.group)
         return _PREFIX.pack(ctx.group, self._sid) + encode_key(ctx.key)
 
     def get(self, key: Any) -> Any:
@@ -344,6 +354,14 @@ class RocksDBKeyedStateBackend:
 
     def get_current_key(self) -> Any:
         return self.ctx.key
+
+    def check_group(self, key_group: int) -> None:
+        """A key of another subtask's key group must fail, not land in this instance."""
+        if not self.key_groups.start <= key_group <= self.key_groups.end:
+            raise ValueError(
+                f"key group {key_group} is outside this subtask's range "
+                f"{self.key_groups.start}-{self.key_groups.end}"
+            )
 
     @property
     def kinds(self) -> dict[str, str]:
@@ -483,11 +501,14 @@ class RocksDBKeyedStateBackend:
         return changed
 
     def num_entries(self) -> int:
+        """RocksDB's estimate: versions that compaction has not merged yet count apart."""
         return self.db.property_int_value("rocksdb.estimate-num-keys") or 0
 
     def dispose(self) -> None:
         """Close the instance and delete its directory (its snapshots stay)."""
         db, self.db = self.db, None
         if db is not None:
-            db.close()
+            db.cancel_all_background(False)  # a compaction of a discarded instance is waste
+            with suppress(Exception):  # close() flushes, which a cancelled instance refuses
+                db.close()
         shutil.rmtree(self.path, ignore_errors=True)

@@ -517,30 +517,10 @@ EQUAL_KEYS = {
         datetime(2026, 1, 1, 13, tzinfo=timezone(timedelta(hours=1))),
     ),
 }
-# The RocksDB key codec pickles every type but int, float, str, bytes, None and tuple, so
-# equal keys of these types get different bytes there: different keys.
-CODEC_SPLITS = {
-    "decimal-scale",
-    "decimal-int",
-    "int-enum",
-    "str-enum",
-    "namedtuple",
-    "row",
-    "aware-datetimes",
-}
-CODEC_BUG = (
-    "key_codec.encode_key encodes equal dict keys differently when they are not exactly "
-    "int/float/str/bytes/None/tuple (Decimal('1.0') vs Decimal('1.00'), Decimal(7) vs 7, "
-    "IntEnum vs int, str Enum vs str, namedtuple/Row vs tuple, aware datetimes of one "
-    "instant in different zones): it pickles them, so RocksDB holds two keys (and two map "
-    "entries) where the heap backend and the key hash see one"
-)
 
 
 @pytest.mark.parametrize("pair", EQUAL_KEYS.values(), ids=EQUAL_KEYS.keys())
-def test_equal_keys_are_one_key(new_backend, request, pair):
-    if new_backend.is_rocksdb and request.node.callspec.id.endswith(tuple(CODEC_SPLITS)):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=CODEC_BUG))
+def test_equal_keys_are_one_key(new_backend, pair):
     first, second = pair
     assert first == second and hash(first) == hash(second)
     b = new_backend()
@@ -558,17 +538,9 @@ def test_equal_keys_are_one_key(new_backend, request, pair):
 
 # Key groups ----------------------------------------------------------------------------------
 
-OUT_OF_RANGE_BUG = (
-    "RocksDBKeyedStateBackend accepts a key group outside its KeyGroupRange: "
-    "set_current_key/state writes store the value under that key group silently (the heap "
-    "backend raises), so a mis-routed key is persisted in a subtask that does not own it"
-)
-
 
 @pytest.mark.parametrize("group", [RANGE.end + 1, RANGE.start - 1], ids=["above", "below"])
-def test_key_group_outside_the_range_is_not_silently_accepted(new_backend, request, group):
-    if new_backend.is_rocksdb:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=OUT_OF_RANGE_BUG))
+def test_key_group_outside_the_range_is_not_silently_accepted(new_backend, group):
     b = new_backend()
     state = b.get_state(ValueStateDescriptor("v"))
     b.set_current_key(group, "k")

@@ -193,15 +193,6 @@ def test_cached_values_wait_for_the_end_of_the_epoch(open_backend):
     assert rocksdb_rows(b) == 198
 
 
-CACHE_BOUND_BUG = (
-    "the RocksDB write-back cache is unbounded for reads: _CachedState._load caches every "
-    "value it reads, and only write_back() (when the dirty keys reach cache_entries, or at "
-    "the snapshot) evicts; an epoch that reads N distinct keys without writing them holds N "
-    "values in the Python worker's memory, whatever lockgate.state.rocksdb.cache-entries says"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=CACHE_BOUND_BUG)
 def test_reading_many_keys_holds_at_most_cache_entries_values(open_backend):
     b = open_backend(settings=replace(SETTINGS, cache_entries=100))
     state = b.get_state(ValueStateDescriptor("v"))
