@@ -352,6 +352,16 @@ ROCKSDB_BLOCK_CACHE = ConfigOption(
     "a memory size such as 8mb",
     "RocksDB block cache per instance.",
 )
+ROCKSDB_COMPACTION_STYLE = ConfigOption(
+    "state.backend.rocksdb.compaction.style",
+    "UNIVERSAL",
+    _one_of("LEVEL", "UNIVERSAL"),
+    "level or universal",
+    "RocksDB's compaction style. Universal by default (Flink: level): every epoch flushes "
+    "a small file whose keys span all key groups, and a leveled compaction of such files "
+    "rewrites the whole instance; universal compaction merges the small files among "
+    "themselves.",
+)
 STATE_CACHE_ENTRIES = ConfigOption(
     "lockgate.state.rocksdb.cache-entries",
     100_000,
@@ -483,6 +493,7 @@ VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {
             ROCKSDB_LOCAL_DIR,
             ROCKSDB_WRITE_BUFFER,
             ROCKSDB_BLOCK_CACHE,
+            ROCKSDB_COMPACTION_STYLE,
             RESTART_TYPE,
             FIXED_DELAY_ATTEMPTS,
             FIXED_DELAY_DELAY,

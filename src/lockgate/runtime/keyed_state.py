@@ -49,6 +49,7 @@ class KeyedStateSettings:
                 write_buffer_bytes=options.ROCKSDB_WRITE_BUFFER.read(config),
                 block_cache_bytes=options.ROCKSDB_BLOCK_CACHE.read(config),
                 cache_entries=options.STATE_CACHE_ENTRIES.read(config),
+                compaction_style=options.ROCKSDB_COMPACTION_STYLE.read(config),
             ),
         )
 

@@ -60,12 +60,13 @@ class StateBackendError(RuntimeError):
 
 @dataclass(frozen=True)
 class RocksDBSettings:
-    """Per-instance tuning; the defaults follow Flink's RocksDB options."""
+    """Per-instance tuning; the defaults follow Flink's RocksDB options but for compaction."""
 
     write_buffer_bytes: int = 64 << 20
     block_cache_bytes: int = 8 << 20
     cache_entries: int = 100_000  # per state: keys held by the write-back cache
     background_jobs: int = 2
+    compaction_style: str = "UNIVERSAL"  # or LEVEL (see the configuration key)
 
 
 def _options(settings: RocksDBSettings) -> rocksdict.Options:
@@ -73,6 +74,8 @@ def _options(settings: RocksDBSettings) -> rocksdict.Options:
     options.create_if_missing(True)
     options.set_write_buffer_size(settings.write_buffer_bytes)
     options.set_max_background_jobs(settings.background_jobs)
+    if settings.compaction_style == "UNIVERSAL":
+        options.set_compaction_style(rocksdict.DBCompactionStyle.universal())
     table = rocksdict.BlockBasedOptions()
     table.set_block_cache(rocksdict.Cache(settings.block_cache_bytes))
     table.set_bloom_filter(10, False)
