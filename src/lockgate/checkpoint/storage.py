@@ -61,6 +61,8 @@ class Storage:
             try:
                 os.link(local_path, target)
                 return
+            except FileExistsError:
+                raise  # names are unique per attempt: never replace what another wrote
             except OSError:
                 pass  # another device, or links not allowed: copy
         temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
@@ -97,10 +99,11 @@ def read_url(url: str) -> bytes:
     return fs.cat_file(path)
 
 
-def download_url(url: str, local_path: str) -> None:
-    """Copy a stored file to the local disk (hard-linked when it is local already)."""
+def download_url(url: str, local_path: str, link: bool) -> None:
+    """Copy a stored file to the local disk; ``link``: hard-link it when it is local already
+    (only for files nobody will change, as the stored copy would change with them)."""
     fs, path = url_to_fs(url)
-    if isinstance(fs, LocalFileSystem):
+    if link and isinstance(fs, LocalFileSystem):
         try:
             os.link(path, local_path)
             return

@@ -37,6 +37,10 @@ def ack_path(ack_dir: str, vertex_id: int, index: int) -> str:
 def _live_subtasks(run_id: str) -> dict[tuple[int, int], Subtask]:
     live = _live.get(run_id)
     if live is None:
+        job = run_id.partition("#")[0]
+        for other in [r for r in _live if r.partition("#")[0] == job]:
+            for stale in _live.pop(other).values():
+                stale.dispose()  # a restart made them stale
         live = _live[run_id] = {}
         while len(_live) > _JOBS_KEPT:
             for stale in _live.popitem(last=False)[1].values():
@@ -97,26 +101,28 @@ class EpochTask:
         started = time.perf_counter()
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
+        # Unique in the application (a resubmitted stage counts attempts from 0 again): names
+        # this attempt's state files and the version of the subtask it leaves behind
+        version = f"{self.tag}a{context.taskAttemptId() if context is not None else 0}"
+        saved = self.restore.get(index, {})
         live = _live_subtasks(self.run_id)
         _dispose_superseded(live, self.epoch)
         subtask = live.pop((self.vertex_id, index), None)
-        reused = subtask is not None and subtask.epoch == self.epoch - 1
+        # Reuse only the very version the driver accepted for epoch n-1: another attempt of
+        # that epoch (a retry, a speculative copy, a run cancelled by a timeout) may have
+        # finished here too, with other input or other state files.
+        reused = subtask is not None and saved.get("version") == subtask.version
         if not reused:
             if subtask is not None:
-                subtask.dispose()  # holds another epoch's state
-            # Each subtask unpickles its own copy of the graph: user functions keep
-            # per-instance fields (state handles from open()), as in Flink.
-            job = cloudpickle.loads(self.graph.value)
-            saved = self.restore.get(index, {})
-            subtask = Subtask(
-                job, job.vertex(self.vertex_id), index, attempt, saved, self.keyed_state
-            )
-            subtask.restore_operator_states(saved)
-            subtask.open()
+                subtask.dispose()
+            subtask = None
         try:
-            yield from self._run(subtask, index, attempt, items, reused, started)
+            if subtask is None:
+                subtask = self._build(index, attempt, saved)
+            yield from self._run(subtask, index, version, items, reused, started)
         except BaseException:
-            subtask.dispose()  # half through the epoch: a retry starts from epoch n-1
+            if subtask is not None:
+                subtask.dispose()  # half through the epoch: a retry starts from epoch n-1
             raise
         if self.end_of_input:
             subtask.close()
@@ -125,11 +131,25 @@ class EpochTask:
             live[(self.vertex_id, index)] = subtask
         _freeze_long_lived()
 
+    def _build(self, index: int, attempt: int, saved: dict[str, Any]) -> Subtask:
+        """The subtask as of epoch n-1, from ``saved`` (manifests and operator states)."""
+        # Each subtask unpickles its own copy of the graph: user functions keep per-instance
+        # fields (state handles from open()), as in Flink.
+        job = cloudpickle.loads(self.graph.value)
+        subtask = Subtask(job, job.vertex(self.vertex_id), index, attempt, saved, self.keyed_state)
+        try:
+            subtask.restore_operator_states(saved)
+            subtask.open()
+        except BaseException:
+            subtask.dispose()
+            raise
+        return subtask
+
     def _run(
         self,
         subtask: Subtask,
         index: int,
-        attempt: int,
+        version: str,
         items: Iterator[Any],
         reused: bool,
         started: float,
@@ -162,8 +182,7 @@ class EpochTask:
                     yield from _drain(outbox)
         subtask.end_epoch(self.end_of_input, records_in)
         yield from _drain(outbox)
-        # Two attempts of one task (a retry, a speculative copy) write files of their own
-        state = subtask.snapshot_state(self.state, f"{self.tag}a{attempt}", self.checkpoint)
+        state = subtask.snapshot_state(self.state, version, self.checkpoint)
         operator_states = subtask.snapshot_operator_states()
         if self.inject_failure:
             raise InjectedFailure(
@@ -174,7 +193,7 @@ class EpochTask:
             "vertex": self.vertex_id,
             "subtask": index,
             "epoch": self.epoch,
-            "attempt": attempt,
+            "version": version,
             "records_in": records_in,
             "source_progress": progress,
             "state": state,
@@ -183,6 +202,7 @@ class EpochTask:
             "duration_ms": (time.perf_counter() - started) * 1000,
         }
         self.work.write_json(ack_path(self.ack_dir, self.vertex_id, index), ack)
+        subtask.version = version
 
 
 def _channel_order(payload: tuple[int, int, int, list[Any]]) -> tuple[int, int, int]:

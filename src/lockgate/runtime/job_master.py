@@ -419,8 +419,10 @@ class JobMaster:
     # RocksDB local directories -------------------------------------------------------------
 
     def _check_local_dirs(self) -> None:
-        """Fail before the job starts if RocksDB cannot write where it was told to."""
-        if self.keyed_state.backend != manifests.ROCKSDB:
+        """Fail before the job starts if RocksDB cannot write where it was told to (with local
+        Spark; on a cluster the executors' disks are not the driver's, and a task that cannot
+        open its instance fails naming the path)."""
+        if self.keyed_state.backend != manifests.ROCKSDB or not self.sc.master.startswith("local"):
             return
         for directory in self.keyed_state.local_dirs:
             if not is_writable(directory):

@@ -24,6 +24,9 @@ class JobState:
         self.enumerators: dict[int, Any] = {}
         self.manifests: dict[int, dict[int, dict[str, Any]]] = {}
         self.operator_states: dict[int, dict[int, dict[str, Any]]] = {}
+        # (task, subtask) -> version of the subtask whose ack was accepted: a worker may keep
+        # using a subtask it holds only if it is that version
+        self.versions: dict[tuple[int, int], str] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -38,6 +41,7 @@ class JobState:
             for v, _ in self.job.stateful_nodes
         }
         self.operator_states = {v.id: {} for v in self.job.vertices}
+        self.versions = {}
 
     # After an epoch ------------------------------------------------------------------------
 
@@ -45,6 +49,7 @@ class JobState:
         progress_by_source: dict[int, dict[str, Any]] = {}
         for ack in acks:
             vertex_id, index = ack["vertex"], ack["subtask"]
+            self.versions[(vertex_id, index)] = ack["version"]
             self.operator_states[vertex_id][index] = ack["operators"]
             if vertex_id in self.enumerators:
                 progress_by_source.setdefault(vertex_id, {}).update(ack["source_progress"])
@@ -63,6 +68,7 @@ class JobState:
                 "keyed": manifests.get(index),
                 "operators": self.operator_states[vertex.id].get(index, {}),
                 "rewrite_all": rewrite_all,
+                "version": self.versions.get((vertex.id, index)),
             }
             for index in range(vertex.parallelism)
         }

@@ -71,13 +71,7 @@ def restore_backend(
     saved: dict[str, Any],
 ) -> Any:
     """A keyed backend holding the state of ``saved``'s manifest (empty without one)."""
-    manifest = saved.get("keyed")
-    if not manifests.is_empty(manifest) and manifests.backend_of(manifest) != settings.backend:
-        raise StateBackendError(
-            f"the state of '{vertex.name}' (uid '{vertex.head.uid}') subtask {index} was "
-            f"written by the {manifests.backend_of(manifest)} state backend, but the job uses "
-            f"{settings.backend}; switching backends needs a savepoint"
-        )
+    manifest = saved.get("keyed")  # JobState checked that this backend wrote it
     if settings.backend == manifests.ROCKSDB:
         return _restore_rocksdb(settings, vertex, index, key_groups, manifest, saved)
     backend = HeapKeyedStateBackend(key_groups, vertex.max_parallelism)
@@ -158,29 +152,54 @@ def _restore_rocksdb(
     subtask_dir = _subtask_dir(settings, vertex.id, index)
     path = f"{subtask_dir}/db-{uuid.uuid4().hex[:12]}"
     uploaded: dict[str, str] = {}
-    if not manifests.is_empty(manifest):
-        try:
-            os.makedirs(path)
-        except OSError as exc:
-            raise StateBackendError(
-                f"RocksDB local directory {subtask_dir} is not writable: {exc.strerror or exc}"
-            ) from None
-        local = _local_files(subtask_dir)
-        for name, (url, _size) in manifest["files"].items():
-            target = f"{path}/{name}"
-            source = local.get(url)
-            if source is None:
-                download_url(url, target)
-            elif name.endswith(".sst"):
-                os.link(source, target)  # immutable: share the local snapshot's copy
-            else:
-                shutil.copyfile(source, target)
-            if name.endswith(".sst"):
-                uploaded[name] = url
-    backend = RocksDBKeyedStateBackend(key_groups, vertex.max_parallelism, path, settings.rocksdb)
+    try:
+        if not manifests.is_empty(manifest):
+            uploaded = _fetch_files(manifest, subtask_dir, path)
+        backend = RocksDBKeyedStateBackend(
+            key_groups, vertex.max_parallelism, path, settings.rocksdb
+        )
+    except (OSError, StateBackendError) as exc:
+        shutil.rmtree(path, ignore_errors=True)
+        where = f"'{vertex.name}' (uid '{vertex.head.uid}') subtask {index}"
+        snapshot_tag = (manifest or {}).get("snapshot")
+        if snapshot_tag:
+            where += f", state version {snapshot_tag}"
+        raise StateBackendError(f"cannot restore the RocksDB state of {where}: {exc}") from None
     # NO_CLAIM: after a restore from another job's checkpoint, upload everything anew
     backend.uploaded = {} if saved.get("rewrite_all") else uploaded
     return backend
+
+
+def _fetch_files(manifest: dict[str, Any], subtask_dir: str, path: str) -> dict[str, str]:
+    """Put the manifest's files into the new instance directory ``path``: from a local
+    snapshot of this executor when it has them, else from checkpoint storage. SST files are
+    hard-linked where they can be (RocksDB never changes them); the others are copied, as
+    RocksDB rewrites some of them on open. Returns SST name -> URL."""
+    try:
+        os.makedirs(path)
+    except OSError as exc:
+        raise StateBackendError(
+            f"RocksDB local directory {subtask_dir} is not writable: {exc.strerror or exc}"
+        ) from None
+    local = _local_files(subtask_dir)
+    uploaded = {}
+    for name, (url, size) in manifest["files"].items():
+        target = f"{path}/{name}"
+        immutable = name.endswith(".sst")
+        source = local.get(url)
+        if source is None:
+            download_url(url, target, link=immutable)
+        elif immutable:
+            os.link(source, target)
+        else:
+            shutil.copyfile(source, target)
+        if os.path.getsize(target) != size:
+            raise StateBackendError(
+                f"state file {url} has {os.path.getsize(target)} bytes; its manifest says {size}"
+            )
+        if immutable:
+            uploaded[name] = url
+    return uploaded
 
 
 def _local_files(subtask_dir: str) -> dict[str, str]:

@@ -74,6 +74,7 @@ class Subtask:
         self.vertex = vertex
         self.index = index
         self.epoch = 0
+        self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
         self.outbox: list[Any] = []
         self.keyed_state = keyed_state
         self.backend: Any = None

@@ -97,7 +97,7 @@ def open_instance(path: str, settings: RocksDBSettings) -> rocksdict.Rdict:
         db = rocksdict.Rdict(path, _options(settings))
     except Exception as exc:  # rocksdict raises plain Exception for I/O errors
         message = str(exc)
-        if "lock" in message.lower():
+        if "/LOCK" in message:  # RocksDB could not take the instance's LOCK file
             raise StateBackendError(
                 f"RocksDB instance {path} is locked by another live instance (another job "
                 f"or process has it open): {message}"
@@ -197,14 +197,23 @@ class RocksDBListState(_CachedState, ListState):
         if value is None:
             raise ValueError("cannot add None to a ListState")
         values = self._current()
-        self._set([value] if values is None else [*values, value])
+        if values is None:
+            self._set([value])
+        else:  # the cached list is never handed out: append in place
+            values.append(value)
+            self._set(values)
 
     def add_all(self, values: list[Any]) -> None:
         for value in values:
             if value is None:
                 raise ValueError("cannot add None to a ListState")
         if values:
-            self._set([*(self._current() or ()), *values])
+            current = self._current()
+            if current is None:
+                self._set(list(values))
+            else:
+                current.extend(values)
+                self._set(current)
 
     def update(self, values: list[Any]) -> None:
         self._set(list(values) if values else None)
@@ -249,17 +258,25 @@ class RocksDBAggregatingState(_CachedState, AggregatingState):
 class RocksDBMapState(MapState):
     """Every call reads or writes RocksDB; iteration walks the key's range lazily."""
 
-    __slots__ = ("_backend", "_ctx", "_sid")
+    __slots__ = ("_backend", "_ctx", "_last", "_sid")
 
     def __init__(self, backend: RocksDBKeyedStateBackend, sid: int):
         self._backend = backend
         self._ctx = backend.ctx
         self._sid = sid
+        self._last: tuple[Any, int, bytes] = (None, -1, b"")  # key, key group, prefix
 
     def _prefix(self) -> bytes:
+        """The current key's prefix; a record makes several calls for one key, so the last
+        one is kept."""
         ctx = self._ctx
+        key, group, prefix = self._last
+        if ctx.group == group and ctx.key == key and type(ctx.key) is type(key):
+            return prefix
         self._backend.check_group(ctx.group)
-        return _PREFIX.pack(ctx.group, self._sid) + encode_key(ctx.key)
+        prefix = _PREFIX.pack(ctx.group, self._sid) + encode_key(ctx.key)
+        self._last = (ctx.key, ctx.group, prefix)
+        return prefix
 
     def get(self, key: Any) -> Any:
         raw = self._backend.db.get(self._prefix() + encode_key(key))
@@ -436,22 +453,18 @@ class RocksDBKeyedStateBackend:
         """TTL cleanup, once per epoch before the snapshot.
 
         RocksDB's compaction filter is out of reach from Python, so expired values go in a
-        scan that resumes where the last one stopped: per TTL state, its compaction-filter
-        batch (``query_time_after_num_entries``) plus ``cleanup_size`` keys per access (and
-        per record if so configured) this epoch.
+        scan that resumes where the last one stopped: per TTL state with the compaction-filter
+        cleanup, ``query_time_after_num_entries`` entries per epoch. Incremental cleanup is a
+        heap-backend strategy (as in Flink) and does not apply here.
         """
         if not self._ttl_states:
             return
         budget = 0
         for state in self._ttl_states.values():
-            ttl, accesses = state.settings, state.accesses
             state.accesses = 0
-            if ttl.compaction_filter is not None:
-                budget += max(ttl.compaction_filter.get_query_time_after_num_entries(), 1)
-            if ttl.cleanup_size is not None:
-                budget += ttl.cleanup_size * (
-                    accesses + (records if ttl.cleanup_every_record else 0)
-                )
+            compaction = state.settings.compaction_filter
+            if compaction is not None:
+                budget += max(compaction.get_query_time_after_num_entries(), 1)
         if budget:
             self.cleanup_expired(budget)
 
@@ -465,7 +478,6 @@ class RocksDBKeyedStateBackend:
             sid: state
             for sid, state in self._ttl_states.items()
             if state.settings.compaction_filter is not None
-            or state.settings.cleanup_size is not None
         }
         batch = rocksdict.WriteBatch(raw_mode=True)
         iterator = self.db.iter()

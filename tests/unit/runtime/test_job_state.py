@@ -52,6 +52,7 @@ def acks_for(graph, epoch: int, position: int) -> list[dict]:
         {
             "vertex": source.id,
             "subtask": 0,
+            "version": f"e{epoch}a0",
             "operators": {},
             "source_progress": {"0": {"position": position, "finished": position >= len(DATA)}},
             "state": None,
@@ -62,6 +63,7 @@ def acks_for(graph, epoch: int, position: int) -> list[dict]:
             {
                 "vertex": counter.id,
                 "subtask": index,
+                "version": f"e{epoch}a{index + 1}",
                 "operators": {
                     "files": {
                         "next_part": epoch,
@@ -131,6 +133,7 @@ def test_acks_accumulate_key_groups_and_advance_sources():
     assert restore[0]["keyed"]["groups"] == {"1": handle("0-e1"), "2": handle("0-e2")}
     assert restore[0]["operators"]["files"]["next_part"] == 2
     assert restore[0]["rewrite_all"] is True
+    assert [restore[i]["version"] for i in (0, 1)] == ["e2a1", "e2a2"]  # the accepted acks
 
 
 def test_checkpoint_body_lists_every_operator_with_its_subtasks():
