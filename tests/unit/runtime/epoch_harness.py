@@ -1,0 +1,306 @@
+"""Epochs of a small keyed job run in-process, without Spark (not a test module).
+
+``EpochTask`` is called directly. A *worker* (a Python worker process of an executor) is the
+dict of live subtasks that ``epoch_task._live`` holds; the harness swaps each worker's dict
+in around the tasks it runs there. A *host* is a RocksDB local directory: workers on one
+host share its local snapshots. The driver side follows ``JobMaster``: the acknowledgement
+written last is the one accepted, and after an epoch the state files that the accepted
+acks wrote are deleted once neither the current manifests nor the latest checkpoint (the
+only one retained) reference them.
+
+The job: a collection source of ``(key, n)`` records, keyed by ``key``, into a process
+function that counts each key's records in a ValueState named "count" (and whatever
+``then`` chains after it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsspec.core import url_to_fs
+from pyspark import cloudpickle
+
+from lockgate.checkpoint.storage import Storage, remove_url
+from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from lockgate.datastream.state import ValueStateDescriptor
+from lockgate.graph.job_graph import build_job_graph
+from lockgate.runtime import epoch_task
+from lockgate.runtime.epoch_task import EpochTask, ack_path
+from lockgate.runtime.job_state import JobState
+from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend
+from lockgate.state import manifests
+from lockgate.state.key_groups import key_group_for_hash, key_group_range
+from lockgate.state.key_hash import stable_key_hash
+from lockgate.state.rocksdb import RocksDBSettings
+
+ROCKSDB = manifests.ROCKSDB
+HASHMAP = manifests.HASHMAP
+COUNT = ValueStateDescriptor("count")
+# Small buffers: the tests open many instances
+SMALL_ROCKSDB = RocksDBSettings(write_buffer_bytes=1 << 20, block_cache_bytes=1 << 20)
+
+
+def first(record: tuple[Any, Any]) -> Any:
+    return record[0]
+
+
+class Count(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(COUNT)
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+
+
+class FailingOpen(Count):
+    def open(self, runtime_context):
+        super().open(runtime_context)
+        raise RuntimeError("user open() failed")
+
+
+class _Broadcast:
+    def __init__(self, value: bytes):
+        self.value = value
+
+
+@dataclass
+class FakeTaskContext:
+    """What EpochTask asks of Spark's TaskContext."""
+
+    attempt_number: int  # restarts at 0 in a resubmitted stage
+    task_attempt_id: int  # unique in the application
+
+    def attemptNumber(self) -> int:
+        return self.attempt_number
+
+    def taskAttemptId(self) -> int:
+        return self.task_attempt_id
+
+
+class _TaskContext:
+    """Stands in for pyspark.TaskContext in epoch_task: ``current`` is the running task's."""
+
+    current: FakeTaskContext | None = None
+
+    @classmethod
+    def get(cls) -> FakeTaskContext | None:
+        return cls.current
+
+
+# Spark's task attempt ids count up across the application
+_attempt_ids = itertools.count(1)
+
+
+class Cluster:
+    """One job's driver, and the workers and hosts its tasks run on."""
+
+    def __init__(
+        self,
+        root: Path,
+        monkeypatch: Any,
+        records: list[tuple[Any, Any]],
+        backend: str = ROCKSDB,
+        function: KeyedProcessFunction | None = None,
+        job_id: str = "job",
+        workers: dict[str, OrderedDict] | None = None,
+        then: Callable[[Any], Any] | None = None,
+    ):
+        self.root = root
+        self.records = records
+        self.backend = backend
+        self.job_id = job_id
+        env = StreamExecutionEnvironment()
+        env.set_parallelism(1)
+        counted = env.from_collection(records).key_by(first).process(function or Count())
+        if then is not None:
+            then(counted)  # operators chained after the counting function
+        self.job = build_job_graph(env._transformations, 1, None)
+        self.source, self.counter = self.job.vertices
+        self.graph = _Broadcast(cloudpickle.dumps(self.job))
+        self.state = JobState(self.job, backend)
+        self.work = Storage(f"file://{root}/work")
+        self.files = Storage(f"file://{root}/state")
+        self.workers: dict[str, OrderedDict] = {} if workers is None else workers
+        self.generation = 0
+        self.tries = 0
+        self.written: set[str] = set()  # files of accepted acks (JobMaster.written_files)
+        self.checkpointed: set[str] = set()  # files of the latest checkpoint
+        monkeypatch.setattr(epoch_task, "_live", OrderedDict())
+        monkeypatch.setattr(epoch_task, "_gc_frozen", True)  # no gc.freeze() in the tests
+        monkeypatch.setattr(epoch_task, "TaskContext", _TaskContext)
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.job_id}#{self.generation}"
+
+    def settings(self, host: str) -> KeyedStateSettings:
+        return KeyedStateSettings(
+            backend=self.backend,
+            job_id=self.job_id,
+            incremental=True,
+            local_dirs=(str(self.root / host),),
+            rocksdb=SMALL_ROCKSDB,
+        )
+
+    def local_dir(self, host: str, vertex: Any = None) -> Path:
+        """The directory of a subtask's instances and local snapshots on ``host``."""
+        vertex = vertex or self.counter
+        return self.root / host / "lockgate-rocksdb" / self.job_id / f"op{vertex.id}-0"
+
+    def instance_dirs(self, host: str) -> list[Path]:
+        return sorted(self.local_dir(host).glob("db-*"))
+
+    # Tasks and epochs ----------------------------------------------------------------------
+
+    def run_task(
+        self,
+        vertex: Any,
+        epoch: int,
+        tag: str,
+        items: list[Any],
+        worker: str,
+        host: str,
+        attempt_number: int = 0,
+        checkpoint: bool = False,
+    ) -> list[Any]:
+        task = EpochTask(
+            run_id=self.run_id,
+            epoch=epoch,
+            end_of_input=False,
+            vertex_id=vertex.id,
+            graph=self.graph,
+            work=self.work,
+            state=self.files,
+            keyed_state=self.settings(host),
+            tag=tag,
+            checkpoint=checkpoint,
+            ack_dir=f"epochs/{tag}",
+            committed_epoch=0,
+            commit_on_checkpoint=False,
+            restore=self.state.restore_for(vertex, False),
+        )
+        _TaskContext.current = FakeTaskContext(attempt_number, next(_attempt_ids))
+        epoch_task._live = self.workers.setdefault(worker, OrderedDict())
+        try:
+            return list(task(0, iter(items)))
+        finally:
+            _TaskContext.current = None
+
+    def begin_epoch(self, max_records: int = 10, checkpoint: bool = False) -> Epoch:
+        """Plans the next epoch and runs its source subtask (on worker "src")."""
+        self.tries += 1
+        epoch = self.state.epoch + 1
+        tag = f"e{epoch}-g{self.generation}t{self.tries}"
+        [plan] = [e.plan(max_records) for e in self.state.enumerators.values()]
+        out = self.run_task(self.source, epoch, tag, [plan.get(0, [])], "src", "src")
+        return Epoch(self, epoch, tag, out, checkpoint)
+
+    def epoch(self, worker: str, host: str = "a", max_records: int = 10, **kw: Any) -> dict:
+        """A whole epoch with the counting subtask on ``worker``; its accepted ack."""
+        run = self.begin_epoch(max_records, **kw)
+        run.run(worker, host)
+        return run.accept()
+
+    def restart(self) -> None:
+        """A new generation of the job, from no state (as after a restart without checkpoint)."""
+        self.generation += 1
+        self.state.reset()
+
+    # Inspection ----------------------------------------------------------------------------
+
+    def live(self, worker: str, run_id: str | None = None) -> dict[tuple[int, int], Any]:
+        return self.workers.get(worker, {}).get(run_id or self.run_id, {})
+
+    def manifest(self) -> dict[str, Any]:
+        return self.state.manifests[self.counter.id][0]
+
+    def missing_files(self) -> list[str]:
+        """Files that the accepted state references but storage does not hold."""
+        missing = []
+        for url in sorted(self.state.referenced_files()):
+            fs, path = url_to_fs(url)
+            if not fs.exists(path):
+                missing.append(url)
+        return missing
+
+    def accepted_counts(self) -> dict[Any, int | None]:
+        """The count of every key in the state the driver accepted, read by restoring it on a
+        host of its own (from checkpoint storage)."""
+        vertex = self.counter
+        key_groups = key_group_range(vertex.max_parallelism, vertex.parallelism, 0)
+        saved = self.state.restore_for(vertex, False)[0]
+        backend = restore_backend(self.settings("reader"), vertex, 0, key_groups, saved)
+        try:
+            state = backend.get_state(COUNT)
+            counts = {}
+            for key in sorted({key for key, _ in self.records}):
+                group = key_group_for_hash(stable_key_hash(key), vertex.max_parallelism)
+                backend.set_current_key(group, key)
+                counts[key] = state.value()
+            return counts
+        finally:
+            dispose = getattr(backend, "dispose", None)
+            if dispose is not None:
+                dispose()
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            for live in worker.values():
+                for subtask in live.values():
+                    subtask.dispose()
+            worker.clear()
+
+
+class Epoch:
+    """One try of an epoch whose source subtask ran; its counting subtask may run on several
+    workers (retries, speculative copies) before the driver accepts the last ack."""
+
+    def __init__(self, cluster: Cluster, number: int, tag: str, source_out: list, checkpoint):
+        self.cluster = cluster
+        self.number = number
+        self.tag = tag
+        self.source_out = source_out
+        self.checkpoint = checkpoint
+
+    @property
+    def ack_dir(self) -> str:
+        return f"epochs/{self.tag}"
+
+    def run(self, worker: str, host: str = "a", attempt_number: int = 0) -> dict:
+        """Runs the counting subtask on ``worker``; returns the ack it wrote."""
+        c = self.cluster
+        c.run_task(
+            c.counter,
+            self.number,
+            self.tag,
+            self.source_out,
+            worker,
+            host,
+            attempt_number,
+            self.checkpoint,
+        )
+        return c.work.read_json(ack_path(self.ack_dir, c.counter.id, 0))
+
+    def accept(self) -> dict:
+        """The driver's side (JobMaster): apply the acks, complete the checkpoint if one is
+        due, drop the files nothing references."""
+        c = self.cluster
+        acks = [c.work.read_json(ack_path(self.ack_dir, v.id, 0)) for v in c.job.vertices]
+        c.state.apply_acks(self.number, acks)
+        c.work.remove(self.ack_dir)
+        for ack in acks:
+            if ack["state"]:
+                c.written |= manifests.files(ack["state"])
+        if self.checkpoint:
+            c.checkpointed = c.state.referenced_files()
+        needed = c.state.referenced_files() | c.checkpointed
+        for url in c.written - needed:
+            remove_url(url)
+        c.written &= needed
+        [keyed] = [ack for ack in acks if ack["vertex"] == c.counter.id]
+        return keyed
