@@ -65,6 +65,8 @@ class Storage:
                 raise  # names are unique per attempt: never replace what another wrote
             except OSError:
                 pass  # another device, or links not allowed: copy
+        if self.fs.exists(target):
+            raise FileExistsError(f"{self.fs.unstrip_protocol(target)} exists already")
         temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
         self.fs.put_file(local_path, temporary)
         self.fs.mv(temporary, target)

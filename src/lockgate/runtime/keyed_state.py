@@ -188,7 +188,10 @@ def _fetch_files(manifest: dict[str, Any], subtask_dir: str, path: str) -> dict[
         immutable = name.endswith(".sst")
         source = local.get(url)
         if source is None:
-            download_url(url, target, link=immutable)
+            try:
+                download_url(url, target, link=immutable)
+            except FileNotFoundError:
+                raise StateBackendError(f"state file {url} is missing") from None
         elif immutable:
             os.link(source, target)
         else:

@@ -82,6 +82,15 @@ class Subtask:
         if vertex.keyed:
             key_groups = key_group_range(head.max_parallelism, head.parallelism, index)
             self.backend = restore_backend(keyed_state, vertex, index, key_groups, saved)
+        try:
+            self._build_chain(vertex, attempt)
+        except BaseException:
+            self.dispose()  # the restored instance must not outlive a chain that failed
+            raise
+
+    def _build_chain(self, vertex: Any, attempt: int) -> None:
+        """The chain's operators and channel writers, wired to each other."""
+        head = vertex.head
         self.contexts: list[OperatorContext] = []
         self.operators: list[Operator] = []  # in chain order
         self.writers: list[Operator] = []

@@ -36,11 +36,6 @@ def test_put_file_does_not_replace_an_existing_file(tmp_path, files):
     assert storage.read_bytes("uid/0/e1-g0t1a0/MANIFEST-000005") == b"written by the first attempt"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="put_file refuses only when the hard link fails with EEXIST; where it copies "
-    "(links not possible, e.g. storage on another device) it renames over the existing file",
-)
 def test_put_file_does_not_replace_an_existing_file_when_it_cannot_link(
     tmp_path, files, monkeypatch
 ):
@@ -57,12 +52,6 @@ def test_put_file_does_not_replace_an_existing_file_when_it_cannot_link(
     assert storage.read_bytes("uid/0/e1-g0t1a0/MANIFEST-000005") == b"written by the first attempt"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="only the local-file-system hard-link path refuses; on other file systems "
-    "(memory://, object stores) put_file copies to a temporary name and moves it over the "
-    "existing file",
-)
 def test_put_file_does_not_replace_an_existing_file_on_remote_storage(files):
     storage = Storage("memory://lockgate-test-put-file")
     try:

@@ -74,11 +74,6 @@ def test_a_missing_state_file_fails_the_restore_naming_what_was_restored(cluster
     assert str(sst) in str(failure.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the restore error quotes the FileNotFoundError as str(exc), which fsspec builds "
-    "from the path alone: the message names the file but not that it is missing",
-)
 def test_a_missing_state_file_is_called_missing(cluster):
     c = checkpointed(cluster)
     an_sst(c).unlink()
@@ -135,13 +130,6 @@ def test_a_failing_user_open_leaves_no_instance_behind(cluster):
     assert c.live("w1") == {} and c.live("w2") == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Subtask.__init__ restores the keyed backend before it creates the chained "
-    "operators; when creating one fails (here a FileSink whose bucket time zone does not "
-    "exist, which nothing checks before the job runs) EpochTask._build has no Subtask to "
-    "dispose: each attempt leaves its RocksDB instance open, with its directory",
-)
 def test_an_operator_that_cannot_be_created_leaves_no_instance_behind(cluster, tmp_path):
     assigner = BucketAssigner.date_time_bucket_assigner("yyyy-MM-dd", "Mars/Olympus_Mons")
     sink = (
