@@ -38,7 +38,7 @@ from pyspark import cloudpickle
 
 from lockgate.common import Configuration, WatermarkStrategy
 from lockgate.common import config_options as options
-from lockgate.connectors.base import Assignment, Progress, Source, SplitEnumerator
+from lockgate.connectors.base import Assignment, OffsetSplitEnumerator, Progress, Source
 from lockgate.datastream import StreamExecutionEnvironment
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors import DiscardingSink
@@ -140,70 +140,33 @@ class KeySpaceSource(Source):
         progress[assignment["split"]] = {"position": stop, "finished": assignment["last"]}
 
 
-class KeySpaceEnumerator(SplitEnumerator):
+class KeySpaceEnumerator(OffsetSplitEnumerator):
     """One split per source subtask; an epoch never mixes load, touches and the poison."""
+
+    source_name = "key-space"
 
     def __init__(self, source: KeySpaceSource, parallelism: int):
         self.splits = parallelism
         self.layouts = {str(i): source.layout(i, parallelism) for i in range(parallelism)}
         if source.touch_epochs and any(s["per_touch"] < 1 for s in self.layouts.values()):
             raise ValueError(f"touch_keys ({source.touch_keys}) must be >= {parallelism}")
-        self.positions = {split: 0 for split in self.layouts}
-        self._planned: dict[int, list[Assignment]] = {}
-
-    def _stop(self, layout: dict[str, int], start: int, cap: int) -> int:
-        load, per_touch, touch_end = layout["load"], layout["per_touch"], layout["touch_end"]
-        if start < load:
-            return min(load, start + cap)
-        if start < touch_end:
-            touch_stop = load + ((start - load) // per_touch + 1) * per_touch
-            return min(touch_stop, start + cap)
-        return layout["total"]
-
-    def plan(self, max_records_per_split: int) -> dict[int, list[Assignment]]:
-        assignments: dict[int, list[Assignment]] = {}
-        for split, layout in self.layouts.items():
-            start = self.positions[split]
-            if start >= layout["total"]:
-                continue
-            stop = self._stop(layout, start, max_records_per_split)
-            assignments[int(split)] = [
-                {
-                    "split": split,
-                    "splits": self.splits,
-                    "start": start,
-                    "max_records": stop - start,
-                    "last": stop == layout["total"],
-                }
-            ]
-        self._planned = assignments
-        return assignments
-
-    def will_finish(self) -> bool:
-        return all(
-            self.positions[split] >= layout["total"]
-            or any(a["last"] for a in self._planned.get(int(split), ()))
-            for split, layout in self.layouts.items()
+        super().__init__(
+            {split: 0 for split in self.layouts},
+            {split: layout["total"] for split, layout in self.layouts.items()},
         )
 
-    def acknowledge(self, progress: dict[str, Progress]) -> None:
-        for split, report in progress.items():
-            self.positions[split] = int(report["position"])
+    def stop(self, split: str, start: int, max_records: int) -> int:
+        layout = self.layouts[split]
+        load, per_touch, touch_end = layout["load"], layout["per_touch"], layout["touch_end"]
+        if start < load:
+            return min(load, start + max_records)
+        if start < touch_end:
+            touch_stop = load + ((start - load) // per_touch + 1) * per_touch
+            return min(touch_stop, start + max_records)
+        return layout["total"]
 
-    def is_finished(self) -> bool:
-        return all(self.positions[s] >= layout["total"] for s, layout in self.layouts.items())
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"positions": dict(self.positions)}
-
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        positions = {split: int(pos) for split, pos in snapshot["positions"].items()}
-        if positions.keys() != self.positions.keys():
-            raise ValueError(
-                f"the key-space source was checkpointed with splits {sorted(positions)}, "
-                f"but now has {sorted(self.positions)}"
-            )
-        self.positions = positions
+    def assignment(self, split: str, start: int, stop: int) -> Assignment:
+        return {**super().assignment(split, start, stop), "splits": self.splits}
 
 
 def state_job(

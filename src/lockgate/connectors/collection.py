@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lockgate.connectors.base import Assignment, Progress, Source, SplitEnumerator
+from lockgate.connectors.base import Assignment, OffsetSplitEnumerator, Progress, Source
 
 
 class CollectionSource(Source):
@@ -32,58 +32,19 @@ class CollectionSource(Source):
         progress[assignment["split"]] = {"position": end, "finished": assignment["last"]}
 
 
-class CollectionEnumerator(SplitEnumerator):
+class CollectionEnumerator(OffsetSplitEnumerator):
     """Split i is the i-th contiguous chunk of the collection; its position is an offset."""
+
+    source_name = "collection"
 
     def __init__(self, collection: list[Any], parallelism: int):
         self.collection = collection
         size = len(collection)
         bounds = [size * i // parallelism for i in range(parallelism + 1)]
-        self.splits = {str(i): (bounds[i], bounds[i + 1]) for i in range(parallelism)}
-        self.positions = {split: start for split, (start, _) in self.splits.items()}
-        self._planned: dict[int, list[Assignment]] = {}
-
-    def plan(self, max_records_per_split: int) -> dict[int, list[Assignment]]:
-        assignments: dict[int, list[Assignment]] = {}
-        for split, (_, end) in self.splits.items():
-            start = self.positions[split]
-            if start >= end:
-                continue
-            stop = min(end, start + max_records_per_split)
-            assignments[int(split)] = [
-                {
-                    "split": split,
-                    "start": start,
-                    "max_records": stop - start,
-                    "last": stop == end,
-                    "records": self.collection[start:stop],
-                }
-            ]
-        self._planned = assignments
-        return assignments
-
-    def will_finish(self) -> bool:
-        return all(
-            self.positions[split] >= end
-            or any(a["last"] for a in self._planned.get(int(split), ()))
-            for split, (_, end) in self.splits.items()
+        super().__init__(
+            {str(i): bounds[i] for i in range(parallelism)},
+            {str(i): bounds[i + 1] for i in range(parallelism)},
         )
 
-    def acknowledge(self, progress: dict[str, Progress]) -> None:
-        for split, report in progress.items():
-            self.positions[split] = int(report["position"])
-
-    def is_finished(self) -> bool:
-        return all(self.positions[split] >= end for split, (_, end) in self.splits.items())
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"positions": dict(self.positions)}
-
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        positions = {split: int(pos) for split, pos in snapshot["positions"].items()}
-        if positions.keys() != self.positions.keys():
-            raise ValueError(
-                f"the collection source was checkpointed with splits {sorted(positions)}, "
-                f"but now has {sorted(self.positions)}"
-            )
-        self.positions = positions
+    def assignment(self, split: str, start: int, stop: int) -> Assignment:
+        return {**super().assignment(split, start, stop), "records": self.collection[start:stop]}

@@ -31,7 +31,8 @@ def through_json(snapshot: dict) -> dict:
 
 def test_collection_splits_are_contiguous_chunks():
     enumerator = CollectionSource(range(10)).create_enumerator(3)
-    assert enumerator.splits == {"0": (0, 3), "1": (3, 6), "2": (6, 10)}
+    assert enumerator.positions == {"0": 0, "1": 3, "2": 6}
+    assert enumerator.ends == {"0": 3, "1": 6, "2": 10}
     assert enumerator.snapshot() == {"positions": {"0": 0, "1": 3, "2": 6}}
 
 
