@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from lockgate.datastream.functions import AggregateFunction
 from lockgate.state import snapshot
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.key_groups import KeyGroupRange, key_group_range
@@ -109,3 +110,23 @@ def rocksdb_rows(backend: Any, registry: bool = False) -> int:
         rows += 1
         iterator.next()
     return rows
+
+
+class AverageAgg(AggregateFunction):
+    """Accumulator (sum, count); result: the average."""
+
+    def __init__(self):
+        self.results = 0
+
+    def create_accumulator(self):
+        return (0, 0)
+
+    def add(self, value, accumulator):
+        return (accumulator[0] + value, accumulator[1] + 1)
+
+    def get_result(self, accumulator):
+        self.results += 1
+        return accumulator[0] / accumulator[1]
+
+    def merge(self, acc_a, acc_b):
+        return (acc_a[0] + acc_b[0], acc_a[1] + acc_b[1])

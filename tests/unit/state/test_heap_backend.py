@@ -4,8 +4,8 @@ anywhere. The state semantics it shares with RocksDB are in ``test_keyed_state_b
 from __future__ import annotations
 
 import pytest
+from keyed_backends import AverageAgg
 
-from lockgate.datastream.functions import AggregateFunction
 from lockgate.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -23,26 +23,6 @@ G1, G2 = 43, 85  # first and last key group of the range
 
 def make_backend(key_groups: KeyGroupRange = RANGE) -> HeapKeyedStateBackend:
     return HeapKeyedStateBackend(key_groups, MAX_P)
-
-
-class AverageAgg(AggregateFunction):
-    """Accumulator (sum, count); result: the average."""
-
-    def __init__(self):
-        self.results = 0
-
-    def create_accumulator(self):
-        return (0, 0)
-
-    def add(self, value, accumulator):
-        return (accumulator[0] + value, accumulator[1] + 1)
-
-    def get_result(self, accumulator):
-        self.results += 1
-        return accumulator[0] / accumulator[1]
-
-    def merge(self, acc_a, acc_b):
-        return (acc_a[0] + acc_b[0], acc_a[1] + acc_b[1])
 
 
 # Key groups ----------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from decimal import Decimal
 from enum import IntEnum, StrEnum
 
 import pytest
-from keyed_backends import G1, G2, MAX_P, RANGE, stored_entries
+from keyed_backends import G1, G2, MAX_P, RANGE, AverageAgg, stored_entries
 
 from lockgate.common import Row
-from lockgate.datastream.functions import AggregateFunction, ReduceFunction
+from lockgate.datastream.functions import ReduceFunction
 from lockgate.datastream.state import (
     AggregatingState,
     AggregatingStateDescriptor,
@@ -31,26 +31,6 @@ from lockgate.datastream.state import (
     ValueStateDescriptor,
 )
 from lockgate.state.key_groups import key_group_range
-
-
-class AverageAgg(AggregateFunction):
-    """Accumulator (sum, count); result: the average."""
-
-    def __init__(self):
-        self.results = 0
-
-    def create_accumulator(self):
-        return (0, 0)
-
-    def add(self, value, accumulator):
-        return (accumulator[0] + value, accumulator[1] + 1)
-
-    def get_result(self, accumulator):
-        self.results += 1
-        return accumulator[0] / accumulator[1]
-
-    def merge(self, acc_a, acc_b):
-        return (acc_a[0] + acc_b[0], acc_a[1] + acc_b[1])
 
 
 def add(a, b):
