@@ -21,264 +21,50 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
+from exactly_once_job import (
+    EPOCHS,
+    KEYS,
+    MAX_RECORDS,
+    PARALLELISMS,
+    PER_SPLIT,
+    RETAIN,
+    UIDS,
+    CountPerKey,
+    Trap,
+    assert_committed_output_exact,
+    assert_exactly_once,
+    assert_ran_epochs,
+    build_job,
+    checkpointed_env,
+    chk_dirs,
+    committed_lines,
+    file_sink,
+    job_dirs,
+    metadata_body,
+    only_job_dir,
+    record_in_epoch,
+    records,
+    recovery_settings,
+    reference,
+    referenced_state_files,
+    run_until_failure,
+    visible_files,
+)
 from lockgate_it_support import BACKENDS, BACKENDS_AND_INCREMENTAL, SparkJobCounter
 
 from lockgate.checkpoint.coordinator import load_checkpoint
-from lockgate.common import Configuration, Encoder, RestartStrategies, WatermarkStrategy
+from lockgate.common import RestartStrategies, WatermarkStrategy
 from lockgate.datastream import (
-    CheckpointingMode,
     ExternalizedCheckpointRetention,
-    KeyedProcessFunction,
     MapFunction,
 )
-from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors.file_system import (
-    BucketAssigner,
-    FileSink,
     FileSource,
-    RollingPolicy,
     StreamFormat,
 )
-from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.runtime.errors import JobExecutionError
-
-KEYS = 4  # keys per split
-PER_SPLIT = 240  # records per split
-MAX_RECORDS = 40  # per split and epoch: 6 epochs
-EPOCHS = PER_SPLIT // MAX_RECORDS
-PART_SIZE = 160  # bytes: several part files (committables) per subtask and epoch
-UIDS = ("numbers", "count-per-key", "file-sink")
-RETAIN = ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
-PARALLELISMS = pytest.mark.parametrize("parallelism", [1, 3])
-
-
-# The job -------------------------------------------------------------------------------------
-
-
-def records(splits: int) -> list[tuple[int, int]]:
-    """Split s (a contiguous chunk of the collection) holds (s, 0), (s, 1), ..."""
-    return [(split, i) for split in range(splits) for i in range(PER_SPLIT)]
-
-
-def reference(splits: int) -> Counter:
-    """The committed lines of a run without failures, computed in plain Python."""
-    counts: Counter = Counter()
-    lines: Counter = Counter()
-    for split, i in records(splits):
-        key = (split, i % KEYS)
-        counts[key] += 1
-        lines[f"{split},{i},{counts[key]}"] += 1
-    return lines
-
-
-def record_in_epoch(epoch: int, split: int = 0, offset: int = 7) -> tuple[int, int]:
-    return split, (epoch - 1) * MAX_RECORDS + offset
-
-
-class Trap:
-    """Raises on one record: the first ``times`` times it is seen, and while ``poison`` exists.
-
-    Attempts are counted with marker files, which all Spark workers of the machine share.
-    """
-
-    def __init__(self, record: tuple[int, int], marker_dir: Path, times: int = 0, poison=None):
-        self.record = tuple(record)
-        self.marker_dir = str(marker_dir)
-        self.times = times
-        self.poison = str(poison) if poison else None
-
-    def fired(self) -> int:
-        return len(list(Path(self.marker_dir).glob("fired-*")))
-
-    def __call__(self, value: Any) -> None:
-        if tuple(value) != self.record:
-            return
-        poisoned = self.poison is not None and Path(self.poison).exists()
-        if poisoned or self.fired() < self.times:
-            Path(self.marker_dir).mkdir(parents=True, exist_ok=True)
-            (Path(self.marker_dir) / f"fired-{uuid.uuid4().hex}").write_text("")
-            raise RuntimeError(f"trap fired on record {value!r}")
-
-
-class CountPerKey(KeyedProcessFunction):
-    """Running count per key in ValueState; the trap fires after the state update."""
-
-    def __init__(self, trap: Trap | None = None):
-        self.trap = trap
-
-    def open(self, runtime_context):
-        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
-
-    def process_element(self, value, ctx):
-        count = (self.count.value() or 0) + 1
-        self.count.update(count)
-        if self.trap is not None:
-            self.trap(value)
-        yield f"{value[0]},{value[1]},{count}"
-
-
-def file_sink(out: Path) -> FileSink:
-    return (
-        FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
-        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-        .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=PART_SIZE))
-        .build()
-    )
-
-
-def build_job(
-    env, out: Path, splits: int, trap: Trap | None = None, uids=UIDS, observer=None
-) -> None:
-    stream = env.from_collection(records(splits)).set_parallelism(splits).uid(uids[0])
-    if observer is not None:
-        stream = stream.map(observer).uid("observer")
-    (
-        stream.key_by(lambda r: (r[0], r[1] % KEYS))
-        .process(CountPerKey(trap))
-        .uid(uids[1])
-        .name("count per key")
-        .sink_to(file_sink(out))
-        .uid(uids[2])
-    )
-
-
-def checkpointed_env(
-    make_env,
-    checkpoints: Path,
-    parallelism: int,
-    *,
-    settings: dict[str, str] | None = None,
-    interval_ms: int = 1,
-    retained: int = 1,
-    retention: ExternalizedCheckpointRetention | None = None,
-    restart=None,
-):
-    env = make_env(parallelism, MAX_RECORDS)
-    if settings:
-        config = Configuration()
-        for key, value in settings.items():
-            config.set_string(key, value)
-        env.configure(config)
-    env.enable_checkpointing(interval_ms, CheckpointingMode.EXACTLY_ONCE)
-    checkpoint_config = env.get_checkpoint_config()
-    checkpoint_config.set_checkpoint_storage(FileSystemCheckpointStorage(str(checkpoints)))
-    checkpoint_config.set_num_retained_checkpoints(retained)
-    if retention is not None:
-        checkpoint_config.set_externalized_checkpoint_retention(retention)
-    env.set_restart_strategy(restart or RestartStrategies.fixed_delay_restart(3, 10))
-    return env
-
-
-# Checking the output -------------------------------------------------------------------------
-
-
-def visible_files(out: Path) -> list[Path]:
-    if not out.exists():
-        return []
-    return sorted(p for p in out.rglob("*") if p.is_file() and not p.name.startswith("."))
-
-
-def committed_lines(out: Path) -> Counter:
-    return Counter(line for part in visible_files(out) for line in part.read_text().splitlines())
-
-
-def assert_exactly_once(lines: Counter, splits: int) -> None:
-    expected = reference(splits)
-    missing = sorted(expected - lines)
-    extra = sorted(lines - expected)  # duplicates and wrong counts
-    assert not missing and not extra, (
-        f"committed output differs from the failure-free run: {len(missing)} lines missing "
-        f"(first {missing[:5]}), {len(extra)} unexpected or repeated (first {extra[:5]})"
-    )
-
-
-def assert_committed_output_exact(out: Path, splits: int) -> None:
-    assert_exactly_once(committed_lines(out), splits)
-    hidden = [p.name for p in out.rglob(".*") if "inprogress" in p.name]
-    assert not hidden, f"staged part files left behind after the job finished: {hidden[:5]}"
-
-
-def assert_ran_epochs(result, restarts_at_least: int = 0) -> None:
-    """At least 5 epochs and checkpoints; with a checkpoint after every epoch, recovery
-    restores the latest one, so no successful epoch ever runs twice."""
-    epochs = [e.epoch for e in result.epochs]
-    assert max(epochs) == EPOCHS and len(set(epochs)) >= EPOCHS - 1, epochs
-    assert epochs == sorted(set(epochs)), f"epochs ran again: not the latest checkpoint {epochs}"
-    completed = [c for c in result.checkpoints if c.status == "COMPLETED"]
-    assert len(completed) >= 5, [(c.id, c.epoch, c.status) for c in result.checkpoints]
-    assert completed[-1].epoch == EPOCHS, "the final checkpoint must commit all output"
-    assert result.restarts >= restarts_at_least, result.restarts
-
-
-def job_dirs(checkpoints: Path) -> list[Path]:
-    return sorted(p for p in checkpoints.iterdir() if p.is_dir()) if checkpoints.exists() else []
-
-
-def chk_dirs(job_dir: Path) -> list[Path]:
-    found = [p for p in job_dir.iterdir() if re.fullmatch(r"chk-\d+", p.name)]
-    return sorted(found, key=lambda p: int(p.name[4:]))
-
-
-def only_job_dir(checkpoints: Path) -> Path:
-    dirs = job_dirs(checkpoints)
-    assert len(dirs) == 1, dirs
-    return dirs[0]
-
-
-def metadata_body(chk: Path) -> dict[str, Any]:
-    return json.loads((chk / "_metadata").read_text())["body"]
-
-
-def referenced_state_files(job_dir: Path, chk: Path) -> set[Path]:
-    """State files a checkpoint's ``_metadata`` refers to (relative to the job directory):
-    the heap backend's key-group handles and the RocksDB backend's files."""
-    files = set()
-    for operator in metadata_body(chk)["operators"].values():
-        for subtask in operator["subtasks"]:
-            keyed = subtask.get("keyed") or {}
-            handles = [*(keyed.get("groups") or {}).values(), *(keyed.get("files") or {}).values()]
-            for handle in handles:
-                path = handle[0]
-                if path.startswith("file://"):
-                    files.add(Path(path.removeprefix("file://")))
-                else:
-                    files.add(Path(path) if path.startswith("/") else job_dir / path)
-    return files
-
-
-def run_until_failure(make_env, tmp_path: Path, parallelism: int, fail_epoch: int, **kwargs):
-    """Run the job with restart strategy none until a poisoned record of ``fail_epoch``.
-
-    It fails after ``fail_epoch - 1`` completed checkpoints (one per epoch); a FAILED job
-    keeps its retained checkpoints when the retention is not NO_EXTERNALIZED_CHECKPOINTS.
-    Returns the job's checkpoint directory.
-    """
-    checkpoints = tmp_path / "checkpoints"
-    poison = tmp_path / "poison"
-    poison.write_text("")
-    env = checkpointed_env(
-        make_env,
-        checkpoints,
-        parallelism,
-        settings=kwargs.pop("settings", None),
-        retained=kwargs.pop("retained", 3),
-        retention=kwargs.pop("retention", RETAIN),
-        restart=RestartStrategies.no_restart(),
-    )
-    trap = Trap(record_in_epoch(fail_epoch), tmp_path / "markers-first", poison=poison)
-    build_job(env, kwargs.pop("out", tmp_path / "out"), parallelism, trap, **kwargs)
-    with pytest.raises(JobExecutionError, match="trap fired"):
-        env.execute("first run")
-    poison.unlink()
-    return only_job_dir(checkpoints)
-
-
-def recovery_settings(path: Path, **extra: str) -> dict[str, str]:
-    return {"execution.state-recovery.path": str(path), **extra}
-
 
 # 1. A user function fails --------------------------------------------------------------------
 

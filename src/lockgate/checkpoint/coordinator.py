@@ -113,11 +113,20 @@ class CheckpointCoordinator:
         return self.retained[-1] if self.retained else None
 
     def complete(
-        self, epoch: int, body: dict[str, Any], started: float, written_bytes: int
+        self,
+        epoch: int,
+        body: dict[str, Any],
+        started: float,
+        written_bytes: int,
+        before_write: Callable[[int], None] = lambda checkpoint_id: None,
     ) -> CompletedCheckpoint:
-        """Write ``_metadata`` for a fully acknowledged epoch and keep the checkpoint."""
-        checkpoint_id = self.next_id
-        self.next_id += 1
+        """Write ``_metadata`` for a fully acknowledged epoch and keep the checkpoint.
+
+        ``before_write(checkpoint_id)`` runs just before ``_metadata`` is written (tests
+        inject storage failures there). A failed write removes the checkpoint's directory:
+        without ``_metadata`` it is not a checkpoint, and nothing else would delete it.
+        """
+        checkpoint_id = self.next_id  # a failed write leaves the id to ``failed``
         body = {**body, "job_id": self.job_id, "checkpoint_id": checkpoint_id, "epoch": epoch}
         path = None
         if self.job_root is not None:
@@ -126,8 +135,16 @@ class CheckpointCoordinator:
             relative = _map_files(
                 body, lambda url: url[len(prefix) :] if url.startswith(prefix) else url
             )
-            chk.write_bytes("_metadata", metadata.encode(relative))
+            try:
+                before_write(checkpoint_id)
+                chk.write_bytes("_metadata", metadata.encode(relative))
+            except BaseException:
+                chk.remove("")
+                raise
             path = chk.url_of("")
+        else:
+            before_write(checkpoint_id)
+        self.next_id += 1
         checkpoint = CompletedCheckpoint(checkpoint_id, epoch, body, path)
         self.retained.append(checkpoint)
         self.consecutive_failures = 0

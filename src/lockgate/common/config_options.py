@@ -450,7 +450,8 @@ INJECT_FAILURE = ConfigOption(
     "",
     _non_empty,
     "comma-separated '<point>@<n>': after-snapshot-before-ack@<epoch>, "
-    "after-metadata-before-commit@<checkpoint id>, mid-commit@<checkpoint id>, "
+    "metadata-write@<checkpoint id>, after-metadata-before-commit@<checkpoint id>, "
+    "mid-commit@<checkpoint id>, "
     "during-restore@<restore number, from 1>",
     "Fail once at a named point; for lockgate's own fault-tolerance tests only.",
 )

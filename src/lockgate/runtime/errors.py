@@ -30,3 +30,8 @@ class UserFunctionError(RuntimeError):
 
 class InjectedFailure(RuntimeError):
     """A failure injected at a named point by lockgate's own fault-tolerance tests."""
+
+
+class InjectedStorageFailure(OSError):
+    """A storage failure injected by lockgate's own fault-tolerance tests (an ``OSError``,
+    so it takes the path of a real one)."""

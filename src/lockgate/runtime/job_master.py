@@ -36,7 +36,7 @@ from lockgate.checkpoint.storage import Storage, is_writable, remove_url
 from lockgate.common import config_options as options
 from lockgate.runtime.epoch_job import EpochJob, EpochTimeout
 from lockgate.runtime.epoch_task import EpochTask, ack_path
-from lockgate.runtime.errors import InjectedFailure, JobExecutionError
+from lockgate.runtime.errors import InjectedFailure, InjectedStorageFailure, JobExecutionError
 from lockgate.runtime.job_state import JobState
 from lockgate.runtime.keyed_state import KeyedStateSettings
 from lockgate.runtime.progress import EpochProgress
@@ -48,6 +48,7 @@ log = logging.getLogger("lockgate")
 
 INJECTION_POINTS = (
     "after-snapshot-before-ack",
+    "metadata-write",
     "after-metadata-before-commit",
     "mid-commit",
     "during-restore",
@@ -247,6 +248,13 @@ class JobMaster:
             self.injections.discard((point, number))  # once
             raise InjectedFailure(f"injected failure at {point} ({number})")
 
+    def _inject_metadata_write(self, checkpoint_id: int) -> None:
+        if ("metadata-write", checkpoint_id) in self.injections:
+            self.injections.discard(("metadata-write", checkpoint_id))
+            raise InjectedStorageFailure(
+                f"injected failure writing the _metadata of checkpoint {checkpoint_id}"
+            )
+
     # One epoch -----------------------------------------------------------------------------
 
     _finished = False
@@ -256,7 +264,7 @@ class JobMaster:
         plans = {vid: e.plan(self.max_records) for vid, e in state.enumerators.items()}
         has_input = any(plans.values())
         finished = all(e.is_finished() for e in state.enumerators.values())
-        if not has_input and not finished:
+        if not has_input and not finished and not self._idle_checkpoint_due():
             self._cancelled.wait(self.idle_poll_s)  # continuous sources with nothing new yet
             return None
         end_of_input = all(e.is_finished() or e.will_finish() for e in state.enumerators.values())
@@ -324,7 +332,7 @@ class JobMaster:
         self.held_results.extend(collected)
         if not (self.checkpointing.enabled and self.checkpointing.exactly_once):
             self._release_results()
-        checkpoint_id = self._checkpoint(epoch, started) if checkpoint_due else None
+        checkpoint_id = self._checkpoint(epoch, started, end_of_input) if checkpoint_due else None
         self._drop_unreferenced()
         stats = EpochStats(
             epoch,
@@ -340,6 +348,15 @@ class JobMaster:
             self.progress.report(stats)
         self._finished = end_of_input
         return EpochResult(stats, self._take_released())
+
+    def _idle_checkpoint_due(self) -> bool:
+        """A checkpoint is due on the clock, input or not: an empty epoch then commits what
+        the epochs since the last checkpoint staged (sink files, collected results)."""
+        return (
+            self.checkpointing.enabled
+            and self.state.epoch > self.state.committed_epoch
+            and self.coordinator.due(False)
+        )
 
     def _release_results(self) -> None:
         self.released_results.extend(self.held_results)
@@ -365,16 +382,27 @@ class JobMaster:
 
     # Checkpoints ---------------------------------------------------------------------------
 
-    def _checkpoint(self, epoch: int, started: float) -> int | None:
-        """Complete a checkpoint at the end of ``epoch``: metadata, commits, retention."""
+    def _checkpoint(self, epoch: int, started: float, final: bool) -> int | None:
+        """Complete a checkpoint at the end of ``epoch``: metadata, commits, retention.
+
+        A failed checkpoint is tolerated as configured, except the ``final`` one taken after
+        the end of input: the job may finish only once it has committed all output, so its
+        failure is a failover (as in Flink), whatever the tolerance.
+        """
         body = self.state.checkpoint_body()
         try:
             checkpoint = self.coordinator.complete(
-                epoch, body, started, self.written_since_checkpoint
+                epoch, body, started, self.written_since_checkpoint, self._inject_metadata_write
             )
         except OSError as exc:
             reason = f"checkpoint of epoch {epoch} failed: {exc}"
-            if self.coordinator.failed(epoch, reason, started):
+            intolerable = self.coordinator.failed(epoch, reason, started)
+            if final:
+                raise JobExecutionError(
+                    f"{reason}; the final checkpoint, which commits the output of the last "
+                    "epochs, is never skipped"
+                ) from exc
+            if intolerable:
                 raise JobExecutionError(reason) from exc
             log.warning("%s", reason)
             return None

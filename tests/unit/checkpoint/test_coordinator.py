@@ -485,3 +485,32 @@ def test_memory_url_checkpoints_round_trip(clock):
         assert loaded.files() == {url}
     finally:
         root.remove("")
+
+
+# A failed _metadata write -------------------------------------------------------------------------
+
+
+def test_a_failed_metadata_write_leaves_no_checkpoint_directory(tmp_path, clock):
+    coordinator = make(tmp_path, tolerable_failures=1)
+
+    def fail_mid_write(checkpoint_id: int) -> None:
+        chk = coordinator.job_root.child(f"chk-{checkpoint_id}")
+        chk.fs.makedirs(chk.root, exist_ok=True)
+        chk.fs.pipe_file(f"{chk.root}/._metadata.partial.tmp", b'{"format": "lockg')
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        coordinator.complete(1, body_with(), clock.perf_counter(), 0, fail_mid_write)
+    assert not coordinator.job_root.exists("chk-1")
+    assert coordinator.latest is None
+    assert not coordinator.failed(1, "disk full", clock.perf_counter())
+    assert [(c.id, c.status) for c in coordinator.history] == [(1, "FAILED")]
+    checkpoint = coordinator.complete(2, body_with(), clock.perf_counter(), 0)
+    assert checkpoint.id == 2 and coordinator.job_root.exists("chk-2/_metadata")
+
+
+def test_the_write_hook_runs_for_checkpoints_in_driver_memory_too(clock):
+    coordinator = CheckpointCoordinator(settings(), JOB, None)
+    seen: list[int] = []
+    coordinator.complete(1, body_with(), clock.perf_counter(), 0, seen.append)
+    assert seen == [1]
