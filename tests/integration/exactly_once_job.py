@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -268,3 +269,28 @@ def run_until_failure(make_env, tmp_path: Path, parallelism: int, fail_epoch: in
 
 def recovery_settings(path: Path, **extra: str) -> dict[str, str]:
     return {"execution.state-recovery.path": str(path), **extra}
+
+
+class SleepOnce:
+    """Sleeps once (per marker file) on one record, inside the function it is passed to."""
+
+    def __init__(self, record: tuple[int, int], marker: Path, seconds: float):
+        self.record = tuple(record)
+        self.marker = str(marker)
+        self.seconds = seconds
+
+    def __call__(self, value: Any) -> None:
+        if tuple(value) == self.record and not Path(self.marker).exists():
+            Path(self.marker).write_text("")
+            time.sleep(self.seconds)
+
+
+def lines_of_epochs(splits: int, first: int, last: int) -> Counter:
+    """The reference lines of epochs ``first`` to ``last``: what a run resumed from a
+    checkpoint older than the last committed one commits a second time (into new part
+    files: committed files are never replaced), as with Flink's FileSink."""
+    return Counter(
+        line
+        for line in reference(splits)
+        if (first - 1) * MAX_RECORDS <= int(line.split(",")[1]) < last * MAX_RECORDS
+    )

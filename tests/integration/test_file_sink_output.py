@@ -77,3 +77,29 @@ def test_file_sink_base_path_not_writable_fails_before_first_epoch(make_env, tmp
     with pytest.raises(Exception, match="not writable") as info:
         env.execute()
     assert not isinstance(info.value, JobExecutionError)
+
+
+# Committed output is never replaced ---------------------------------------------------------
+
+
+def _part_contents(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.iterdir() if not p.name.startswith(".")}
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_a_second_run_into_the_same_directory_replaces_nothing(make_env, tmp_path, checkpointing):
+    """Part names carry a writer id unique to each writer instance (as Flink's), so a run
+    that starts without state writes new names next to what an earlier run committed."""
+    out = tmp_path / "out"
+    runs = []
+    for run in range(2):
+        env = make_env(parallelism=2, max_records_per_split=100)
+        if checkpointing:
+            env.enable_checkpointing(1)
+        env.from_collection(list(range(500))).set_parallelism(2).map(str).sink_to(_sink(out))
+        env.execute(f"run {run}")
+        runs.append(_part_contents(out))
+    first, second = runs
+    assert all(second[name] == data for name, data in first.items()), "a part was replaced"
+    assert len(second) > len(first)
+    assert Counter(_visible_lines(out)) == Counter({str(v): 2 for v in range(500)})

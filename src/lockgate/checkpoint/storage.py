@@ -48,6 +48,30 @@ class Storage:
             out.write(data)
         self.fs.mv(temporary, target)
 
+    def create(self, relative: str, data: bytes) -> None:
+        """Write a new file atomically; ``FileExistsError`` if the name exists already.
+
+        On a local file system the name is taken by a hard link, which fails rather than
+        replace; elsewhere the check and the rename are two steps (object stores have no
+        exclusive rename), so callers still use names that only they write.
+        """
+        target = self.path(relative)
+        parent = target.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
+        with self.fs.open(temporary, "wb") as out:
+            out.write(data)
+        try:
+            if isinstance(self.fs, LocalFileSystem):
+                os.link(temporary, target)
+            elif self.fs.exists(target):
+                raise FileExistsError(f"{self.fs.unstrip_protocol(target)} exists already")
+            else:
+                self.fs.mv(temporary, target)
+        finally:
+            if self.fs.exists(temporary):
+                self.fs.rm(temporary)
+
     def put_file(self, local_path: str, relative: str) -> None:
         """Upload an immutable local file (a RocksDB SST, say) under ``relative``.
 

@@ -2,14 +2,16 @@
 
 Records go to hidden in-progress files (``.part-...inprogress.<id>``) so readers of the
 directory never see partial output. At the end of every epoch each in-progress file is
-closed and becomes pending; it is renamed to its final name
-``<prefix>-<uid>-<subtask>-<n><suffix>`` at once (at-least-once, or no checkpointing), or
-when the checkpoint covering the epoch completes (exactly-once). Part numbers continue
-from the previous epoch's operator state, so a re-run epoch writes the same names again.
+closed and becomes pending; it is renamed to its final name ``<prefix>-<writer>-<n><suffix>``
+at once (at-least-once, or no checkpointing), or when the checkpoint covering the epoch
+completes (exactly-once). ``<writer>`` is a random id of the writer instance (as in Flink's
+FileSink): a run into the same directory again, a restart without state, or an epoch run a
+second time writes new names, and a commit never replaces a file that exists.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -18,8 +20,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
 
 from lockgate.runtime.operators import Operator, OperatorContext
+from lockgate.runtime.two_phase_commit import Committer
 
 _JAVA_PATTERN = (
     ("yyyy", "%Y"),
@@ -81,17 +85,95 @@ class _PartFile:
         self.size = 0
 
 
-def commit_part(committable: list[Any]) -> None:
-    """Make one pending part file visible; safe to repeat (Flink's committers must be)."""
-    _, pending_url, final_url = committable
-    fs, pending = url_to_fs(pending_url)
-    _, final = url_to_fs(final_url)
+@dataclass(frozen=True)
+class PartCommittable:
+    """A pending part file of one epoch and the name it gets when committed."""
+
+    epoch: int
+    pending: str  # URL of the hidden pending file
+    final: str  # URL it is committed to
+    size: int  # bytes: a final file of another size is not this part
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "pending": self.pending,
+            "final": self.final,
+            "size": self.size,
+        }
+
+    @staticmethod
+    def from_json(raw: Any) -> PartCommittable:
+        try:
+            committable = PartCommittable(
+                int(raw["epoch"]), str(raw["pending"]), str(raw["final"]), int(raw["size"])
+            )
+        except (KeyError, TypeError, ValueError):
+            raise SinkError(f"not a FileSink committable: {raw!r}") from None
+        return committable
+
+
+class FileCommitter(Committer):
+    """Commits the FileSink's pending part files on the driver."""
+
+    def commit(self, committable: Any) -> None:
+        commit_part(committable)
+
+    def staged_files(self, committable: Any) -> list[str]:
+        return [PartCommittable.from_json(committable).pending]
+
+
+def commit_part(raw: Any) -> None:
+    """Make one pending part file visible; safe to repeat (Flink's committers must be).
+
+    Never replaces a file: if the final name exists, it must be this very part (committed
+    before, its pending file not yet removed; or a copy of it cut short on a file system that
+    copies to rename), otherwise the commit fails naming the file.
+    """
+    part = PartCommittable.from_json(raw)
+    fs, pending = url_to_fs(part.pending)
+    _, final = url_to_fs(part.final)
     if fs.exists(pending):
-        fs.mv(pending, final)
+        if fs.exists(final):
+            _settle_existing(fs, pending, final, part)
+            return
+        _publish(fs, pending, final, part)
     elif not fs.exists(final):
         raise SinkError(
-            f"FileSink cannot commit {final_url}: its pending file {pending_url} is gone"
+            f"FileSink cannot commit {part.final}: its pending file {part.pending} is gone"
         )
+    elif fs.size(final) != part.size:
+        raise _clobber_error(part, fs.size(final))
+
+
+def _publish(fs: Any, pending: str, final: str, part: PartCommittable) -> None:
+    if isinstance(fs, LocalFileSystem):
+        try:
+            os.link(pending, final)  # fails if the name exists: never replaces a file
+        except FileExistsError:
+            _settle_existing(fs, pending, final, part)
+            return
+        os.unlink(pending)
+    else:
+        fs.mv(pending, final)
+
+
+def _settle_existing(fs: Any, pending: str, final: str, part: PartCommittable) -> None:
+    final_data, pending_data = fs.cat_file(final), fs.cat_file(pending)
+    if final_data == pending_data:
+        fs.rm(pending)  # committed before; only the pending file was left
+    elif len(final_data) < len(pending_data) and pending_data.startswith(final_data):
+        fs.rm(final)  # an interrupted copy of this part, never complete, never committed
+        _publish(fs, pending, final, part)
+    else:
+        raise _clobber_error(part, len(final_data))
+
+
+def _clobber_error(part: PartCommittable, size: int) -> SinkError:
+    return SinkError(
+        f"FileSink cannot commit {part.final}: a file of other content ({size} bytes, the "
+        f"part has {part.size}) exists under that name, and committed files are never replaced"
+    )
 
 
 class FileSinkWriter(Operator):
@@ -108,37 +190,28 @@ class FileSinkWriter(Operator):
         self.fs, root = url_to_fs(settings.base_path)
         self.root = root.rstrip("/")
         self.encode = settings.encoder.encode
+        self.writer_id = str(uuid.uuid4())  # new per instance: names never repeat
         self.next_part = 0
         self.open_files: dict[str, _PartFile] = {}
-        self.pending: list[list[Any]] = []  # [epoch, pending url, final url]
+        self.pending: list[PartCommittable] = []
         assigner = settings.bucket_assigner
         self.bucket_pattern = assigner.strftime_pattern()
         self.zone = ZoneInfo(assigner.timezone_id) if assigner.timezone_id else None
         self.bucket_second = -1
         self.bucket = ""
 
-    def open(self) -> None:
-        """Discard hidden files of this subtask that no committable refers to.
-
-        They are in-progress files of a failed attempt, or pending files of epochs after
-        the checkpoint this subtask was restored from: never to be published.
-        """
-        settings = self.settings
-        hidden = f".{settings.part_prefix}-{self.ctx.uid}-{self.ctx.index}-*.inprogress.*"
-        found = self.fs.glob(f"{self.root}/{hidden}") + self.fs.glob(f"{self.root}/**/{hidden}")
-        keep = {url_to_fs(entry[1])[1] for entry in self.pending}
-        for path in set(found) - keep:
-            self.fs.rm(path)
-
     def snapshot_state(self) -> dict[str, Any]:
-        return {"next_part": self.next_part, "committables": [list(e) for e in self.pending]}
+        return {
+            "next_part": self.next_part,
+            "committables": [part.to_json() for part in self.pending],
+        }
 
     def restore_state(self, state: dict[str, Any]) -> None:
         self.next_part = int(state["next_part"])
-        self.pending = [list(entry) for entry in state.get("committables", ())]
+        self.pending = [PartCommittable.from_json(raw) for raw in state.get("committables", ())]
 
     def notify_checkpoint_complete(self, epoch: int) -> None:
-        self.pending = [entry for entry in self.pending if entry[0] > epoch]
+        self.pending = [part for part in self.pending if part.epoch > epoch]
 
     def _current_bucket(self) -> str:
         if not self.bucket_pattern:
@@ -155,9 +228,11 @@ class FileSinkWriter(Operator):
     def _open(self, bucket: str) -> _PartFile:
         settings = self.settings
         directory = f"{self.root}/{bucket}" if bucket else self.root
-        name = f"{settings.part_prefix}-{self.ctx.uid}-{self.ctx.index}-{self.next_part}"
+        name = f"{settings.part_prefix}-{self.writer_id}-{self.next_part}"
         self.next_part += 1
         path = f"{directory}/.{name}{settings.part_suffix}.inprogress.{uuid.uuid4().hex}"
+        if self.ctx.staging is not None:
+            self.ctx.staging.stage(self.fs.unstrip_protocol(path))  # before it exists
         self.fs.makedirs(directory, exist_ok=True)
         part = _PartFile(
             self.fs.open(path, "wb"), path, f"{directory}/{name}{settings.part_suffix}"
@@ -181,15 +256,17 @@ class FileSinkWriter(Operator):
         part = self.open_files.pop(bucket)
         part.handle.close()
         unstrip = self.fs.unstrip_protocol
-        self.pending.append([self.ctx.epoch, unstrip(part.path), unstrip(part.final)])
+        self.pending.append(
+            PartCommittable(self.ctx.epoch, unstrip(part.path), unstrip(part.final), part.size)
+        )
 
     def end_epoch(self) -> None:
         """Roll every open part file (pre-commit); publish now unless exactly-once."""
         for bucket in list(self.open_files):
             self._roll(bucket)
         if not self.ctx.commit_on_checkpoint:
-            for entry in self.pending:
-                commit_part(entry)
+            for part in self.pending:
+                commit_part(part.to_json())
             self.pending.clear()
 
 
@@ -200,4 +277,12 @@ def file_sink_writer(settings: FileSinkSettings):
     return create
 
 
-__all__ = ["BucketAssigner", "FileSinkSettings", "SinkError", "commit_part", "file_sink_writer"]
+__all__ = [
+    "BucketAssigner",
+    "FileCommitter",
+    "FileSinkSettings",
+    "PartCommittable",
+    "SinkError",
+    "commit_part",
+    "file_sink_writer",
+]

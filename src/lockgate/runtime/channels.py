@@ -4,7 +4,7 @@ Records are pickled when they are emitted (so later changes to an emitted object
 leak into it, as with Flink's serialization at the network boundary), buffered per target
 subtask and handed to Spark's shuffle in batches, each tagged with (edge, sending subtask,
 sequence number) so the receiver can replay its input in a deterministic order: a retried
-subtask then produces exactly the same result.
+subtask then produces exactly the same result. Each item also names the sending attempt.
 """
 
 from __future__ import annotations
@@ -37,14 +37,18 @@ class ChannelWriter(Operator):
     def flush(self, buffer_index: int) -> None:
         buffer = self.buffers[buffer_index]
         if buffer:
-            item = (self.edge_id, self.ctx.index, self.sequence, buffer)
+            item = (self.edge_id, self.ctx.index, self.ctx.attempt, self.sequence, buffer)
             self.ctx.outbox.append((self.partition(buffer_index), item))
             self.sequence += 1
             self.buffers[buffer_index] = []
 
     def end_epoch(self) -> None:
+        """Flush, then tell every target which attempt sent this epoch's output, even when
+        it sent nothing: the driver accepts the attempts whose output was consumed."""
         for buffer_index in range(len(self.buffers)):
             self.flush(buffer_index)
+            marker = (self.edge_id, self.ctx.index, self.ctx.attempt, -1, None)
+            self.ctx.outbox.append((self.partition(buffer_index), marker))
         self.sequence = 0
 
 
@@ -158,7 +162,7 @@ class KeyGroupWriter(ChannelWriter):
         buffer = self.buffers[buffer_index]
         if buffer:
             batch = (self.group_buffers[buffer_index], buffer)
-            item = (self.edge_id, self.ctx.index, self.sequence, batch)
+            item = (self.edge_id, self.ctx.index, self.ctx.attempt, self.sequence, batch)
             self.ctx.outbox.append((buffer_index, item))
             self.sequence += 1
             self.buffers[buffer_index] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from dataclasses import dataclass
 from pickle import loads
 from typing import Any
 
@@ -17,7 +18,7 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.rdd import RDD
 
 from lockgate.runtime.epoch_task import EpochTask
-from lockgate.runtime.operators import COLLECT_TAG
+from lockgate.runtime.operators import ATTEMPT_TAG
 
 
 class EpochTimeout(RuntimeError):
@@ -29,15 +30,28 @@ def _target_partition(partition: int) -> int:
 
 
 class _Only:
-    """Keeps the items of some edges (or the collected results) of a task's output."""
+    """Keeps the items of some edges (or what goes to the driver) of a task's output."""
 
     def __init__(self, edge_ids: frozenset[int] | None):
-        self.edge_ids = edge_ids  # None: keep collected results
+        self.edge_ids = edge_ids  # None: keep the items for the driver (negative tags)
 
     def __call__(self, item: tuple[int, Any]) -> bool:
         if self.edge_ids is None:
-            return item[0] == COLLECT_TAG
-        return item[0] != COLLECT_TAG and item[1][0] in self.edge_ids
+            return item[0] < 0
+        return item[0] >= 0 and item[1][0] in self.edge_ids
+
+
+def reports_attempt(vertex: Any) -> bool:
+    """Whether a task's output reaches the driver, which then learns its attempts."""
+    return not vertex.outputs or _collects(vertex)
+
+
+@dataclass
+class EpochOutput:
+    """What the Spark job of an epoch returns to the driver."""
+
+    collected: list[Any]  # records of collect sinks, in subtask order
+    attempts: dict[tuple[int, int], set[str]]  # (vertex, subtask) of result tasks -> attempts
 
 
 def _collects(vertex: Any) -> bool:
@@ -55,8 +69,8 @@ class EpochJob:
         assignments: dict[int, dict[int, list[dict[str, Any]]]],
         description: str,
         timeout_s: float | None = None,
-    ) -> list[Any]:
-        """Run one epoch; returns the records of collect sinks in subtask order.
+    ) -> EpochOutput:
+        """Run one epoch; returns the records of collect sinks and the result attempts.
 
         ``assignments`` holds, per source task and subtask, what it reads this epoch.
 
@@ -112,7 +126,14 @@ class EpochJob:
             finally:
                 if timer is not None:
                     timer.cancel()
-            return [loads(record) for _, batch in batches for record in batch]
+            output = EpochOutput([], {})
+            for tag, payload in batches:
+                if tag == ATTEMPT_TAG:
+                    vertex_id, index, attempt = payload
+                    output.attempts.setdefault((vertex_id, index), set()).add(attempt)
+                else:
+                    output.collected.extend(loads(record) for record in payload)
+            return output
         finally:
             for rdd in persisted:
                 rdd.unpersist(blocking=False)

@@ -9,6 +9,7 @@ as Spark partition items while the input is processed.
 from __future__ import annotations
 
 import gc
+import json
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -18,9 +19,12 @@ from typing import Any
 
 from pyspark import TaskContext, cloudpickle
 
+from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
+from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.keyed_state import KeyedStateSettings
+from lockgate.runtime.operators import ATTEMPT_TAG
 from lockgate.runtime.subtask import Subtask
 
 _SOURCE_CHUNK = 4096
@@ -28,10 +32,6 @@ _JOBS_KEPT = 2
 
 # Per Python worker: the live subtasks of the most recent jobs, by job id.
 _live: OrderedDict[str, dict[tuple[int, int], Subtask]] = OrderedDict()
-
-
-def ack_path(ack_dir: str, vertex_id: int, index: int) -> str:
-    return f"{ack_dir}/{vertex_id}-{index}.json"
 
 
 def _live_subtasks(run_id: str) -> dict[tuple[int, int], Subtask]:
@@ -88,6 +88,7 @@ class EpochTask:
     graph: Any  # a Spark broadcast of the cloudpickled job graph
     work: Storage  # acknowledgements go here
     state: Storage  # keyed-state files go here
+    staging: Storage  # staging records (files created outside the job's directories)
     keyed_state: KeyedStateSettings
     tag: str  # names this epoch's state files; unique per run and try
     checkpoint: bool  # this epoch ends with a checkpoint
@@ -95,6 +96,7 @@ class EpochTask:
     committed_epoch: int  # sinks may forget what checkpoints up to this epoch committed
     commit_on_checkpoint: bool  # exactly-once sinks wait for checkpoints to publish
     restore: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reports_attempt: bool = False  # the task's output reaches the driver (a result stage)
     inject_failure: bool = False  # fail after the snapshot, before the ack (tests)
 
     def __call__(self, index: int, items: Iterator[Any]) -> Iterator[Any]:
@@ -155,10 +157,12 @@ class EpochTask:
         started: float,
     ) -> Iterator[Any]:
         subtask.notify_checkpoint_complete(self.committed_epoch)
-        subtask.begin_epoch(self.epoch, self.commit_on_checkpoint)
+        staging = StagingLog(self.staging, self.epoch, self.vertex_id, index, version)
+        subtask.begin_epoch(self.epoch, self.commit_on_checkpoint, version, staging)
         outbox = subtask.outbox
         outbox.clear()
         progress: dict[str, Any] = {}
+        consumed: dict[str, str] = {}
         records_in = 0
         if subtask.source is not None:
             emit_batch = subtask.source_emit_batch
@@ -176,7 +180,16 @@ class EpochTask:
         else:
             deliver = subtask.deliver
             batches = sorted((payload for _, payload in items), key=_channel_order)
-            for edge_id, _, _, batch in batches:
+            for edge_id, sender, sender_attempt, _, batch in batches:
+                channel = channel_name(edge_id, sender)
+                if consumed.setdefault(channel, sender_attempt) != sender_attempt:
+                    raise RuntimeError(  # Spark reads one map output per partition
+                        f"epoch {self.epoch}: subtask {index} of task {self.vertex_id} received "
+                        f"the output of two attempts of subtask {sender} of its input edge "
+                        f"{edge_id}: {consumed[channel]} and {sender_attempt}"
+                    )
+                if batch is None:
+                    continue  # the marker naming the attempt (see ChannelWriter.end_epoch)
                 records_in += deliver[edge_id](batch)
                 if outbox:
                     yield from _drain(outbox)
@@ -189,21 +202,26 @@ class EpochTask:
                 f"injected failure after the snapshot of epoch {self.epoch}, before its ack "
                 f"(subtask {index} of task {self.vertex_id})"
             )
-        ack = {
-            "vertex": self.vertex_id,
-            "subtask": index,
-            "epoch": self.epoch,
-            "version": version,
-            "records_in": records_in,
-            "source_progress": progress,
-            "state": state,
-            "operators": operator_states,
-            "restored": not reused,
-            "duration_ms": (time.perf_counter() - started) * 1000,
-        }
-        self.work.write_json(ack_path(self.ack_dir, self.vertex_id, index), ack)
+        ack = SubtaskAck(
+            vertex=self.vertex_id,
+            subtask=index,
+            epoch=self.epoch,
+            run=self.run_id,
+            attempt=version,
+            records_in=records_in,
+            source_progress=progress,
+            state=state,
+            operators=operator_states,
+            restored=not reused,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            consumed=consumed,
+        )
+        document = json.dumps(ack.to_json(), separators=(",", ":")).encode()
+        self.work.create(ack_name(self.ack_dir, self.vertex_id, index, version), document)
         subtask.version = version
+        if self.reports_attempt:
+            yield ATTEMPT_TAG, (self.vertex_id, index, version)
 
 
-def _channel_order(payload: tuple[int, int, int, list[Any]]) -> tuple[int, int, int]:
-    return payload[0], payload[1], payload[2]
+def _channel_order(payload: tuple[int, int, str, int, Any]) -> tuple[int, int, int]:
+    return payload[0], payload[1], payload[3]

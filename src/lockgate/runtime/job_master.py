@@ -32,16 +32,20 @@ from lockgate.checkpoint.coordinator import (
 
 __all__ = ["CheckpointStats", "EpochResult", "EpochStats", "JobMaster", "JobSummary"]
 from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage, is_writable, remove_url
 from lockgate.common import config_options as options
-from lockgate.runtime.epoch_job import EpochJob, EpochTimeout
-from lockgate.runtime.epoch_task import EpochTask, ack_path
+from lockgate.runtime.ack_collector import AckCollector
+from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.runtime.epoch_job import EpochJob, EpochTimeout, reports_attempt
+from lockgate.runtime.epoch_task import EpochTask
 from lockgate.runtime.errors import InjectedFailure, InjectedStorageFailure, JobExecutionError
 from lockgate.runtime.job_state import JobState
 from lockgate.runtime.keyed_state import KeyedStateSettings
 from lockgate.runtime.progress import EpochProgress
 from lockgate.runtime.restart import now_ms, restart_strategy
 from lockgate.runtime.spark_errors import job_failure
+from lockgate.runtime.spark_session import check_session
 from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")
@@ -124,6 +128,7 @@ def _injections(config: dict[str, str]) -> set[tuple[str, int]]:
 class JobMaster:
     def __init__(self, session: SparkSession, job: Any, config: dict[str, str], job_name: str):
         self.sc = session.sparkContext
+        check_session(self.sc.getConf())
         self.job = job
         self.summary = JobSummary(uuid.uuid4().hex, job_name)
         self.work = Storage(_work_dir(config, self.sc.master)).child(self.job_id)
@@ -144,6 +149,9 @@ class JobMaster:
             else None
         )
         self.state_files = job_root.child("shared") if job_root else self.work.child("state")
+        self.staged = StagedFilesRegistry((job_root or self.work).child("staging"))
+        # (epoch, vertex, subtask) -> accepted attempt, until its epoch is settled
+        self.accepted: dict[tuple[int, int, int], str] = {}
         self.coordinator = CheckpointCoordinator(settings, self.job_id, job_root)
         self.restart = restart_strategy(config, settings.enabled)
         self.recovery_path = options.STATE_RECOVERY_PATH.read(config)
@@ -172,6 +180,11 @@ class JobMaster:
     @property
     def checkpointing(self) -> CheckpointSettings:
         return self.coordinator.settings
+
+    @property
+    def commits_on_checkpoint(self) -> bool:
+        """Sinks publish when a checkpoint completes (exactly-once), not per epoch."""
+        return self.checkpointing.enabled and self.checkpointing.exactly_once
 
     def cancel(self) -> None:
         """Stop after the running epoch; safe to call from any thread."""
@@ -215,11 +228,28 @@ class JobMaster:
             self.summary.finished = time.monotonic()
             self.summary.checkpoints = list(self.coordinator.history)
             graph.destroy()
+            self._abort_staged_at_end()
             if self.coordinator.shutdown(status):
                 self.state.manifests = {}  # only the retained checkpoints' files stay
                 self._sweep_state_files()
             self.work.remove("")
             self._remove_local_dirs()
+
+    def _abort_staged_at_end(self) -> None:
+        """Delete staged files that will never be committed: all of them once the final
+        checkpoint committed; otherwise all but those the latest checkpoint still commits
+        on a resume (its committables, committed already unless that commit failed)."""
+        latest = self.coordinator.latest
+        keep = (
+            {
+                url
+                for committer, committable in self.state.committables(latest.body)
+                for url in committer.staged_files(committable)
+            }
+            if latest is not None
+            else set()
+        )
+        self.staged.abort_all(keep)
 
     def _recover(self, restore, failure: BaseException | None = None) -> None:
         """Ask the restart strategy, then restore; a failed restore is a failure too."""
@@ -276,7 +306,6 @@ class JobMaster:
         self.tries += 1
         tag = f"g{self.generation}t{self.tries}"
         ack_dir = f"epochs/{epoch}-{tag}"
-        self.work.write_json(f"{ack_dir}/plan.json", _plan_document(epoch, end_of_input, plans))
         inject_ack = ("after-snapshot-before-ack", epoch) in self.injections
         tasks = {
             vertex.id: EpochTask(
@@ -287,13 +316,15 @@ class JobMaster:
                 graph=graph,
                 work=self.work,
                 state=self.state_files,
+                staging=self.staged.storage,
                 keyed_state=self.keyed_state,
                 tag=f"e{epoch}-{tag}",
                 checkpoint=checkpoint_due,
                 ack_dir=ack_dir,
                 committed_epoch=state.committed_epoch,
-                commit_on_checkpoint=self.checkpointing.enabled and self.checkpointing.exactly_once,
+                commit_on_checkpoint=self.commits_on_checkpoint,
                 restore=state.restore_for(vertex, self.rewrite_all),
+                reports_attempt=reports_attempt(vertex),
                 inject_failure=inject_ack,
             )
             for vertex in self.job.vertices
@@ -301,7 +332,7 @@ class JobMaster:
         self.injections.discard(("after-snapshot-before-ack", epoch))
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
-            collected = spark_job.run(
+            output = spark_job.run(
                 tasks, plans, f"lockgate {self.summary.job_name} epoch {epoch}", timeout
             )
         except EpochTimeout:
@@ -320,27 +351,30 @@ class JobMaster:
             raise
         except Exception as exc:
             raise job_failure(exc, epoch) from exc
-        acks = self._read_acks(epoch, ack_dir)
+        acks = self._accepted_acks(epoch, ack_dir, output.attempts)
         state.apply_acks(epoch, acks)
+        self.accepted.update({(epoch, ack.vertex, ack.subtask): ack.attempt for ack in acks})
         self.rewrite_all = False
         self.work.remove(ack_dir)
-        written = sum(ack["state"]["bytes_written"] for ack in acks if ack["state"])
+        written = sum(ack.state["bytes_written"] for ack in acks if ack.state)
         self.written_since_checkpoint += written
         for ack in acks:
-            if ack["state"]:
-                self.written_files.update(manifests.files(ack["state"]))
-        self.held_results.extend(collected)
-        if not (self.checkpointing.enabled and self.checkpointing.exactly_once):
+            if ack.state:
+                self.written_files.update(manifests.files(ack.state))
+        self.held_results.extend(output.collected)
+        if not self.commits_on_checkpoint:
             self._release_results()
         checkpoint_id = self._checkpoint(epoch, started, end_of_input) if checkpoint_due else None
         self._drop_unreferenced()
+        settled = state.committed_epoch if self.commits_on_checkpoint else epoch
+        self.staged.sweep(self.accepted, settled, epoch)
         stats = EpochStats(
             epoch,
-            sum(a["records_in"] for a in acks if a["vertex"] in state.enumerators),
+            sum(a.records_in for a in acks if a.vertex in state.enumerators),
             (time.perf_counter() - started) * 1000,
             state.state_bytes(),
-            sum(a["state"]["entries"] for a in acks if a["state"]),
-            sum(bool(a["restored"]) for a in acks),
+            sum(a.state["entries"] for a in acks if a.state),
+            sum(a.restored for a in acks),
             checkpoint_id,
         )
         self.summary.epochs.append(stats)
@@ -366,18 +400,12 @@ class JobMaster:
         released, self.released_results = self.released_results, []
         return released
 
-    def _read_acks(self, epoch: int, ack_dir: str) -> list[dict[str, Any]]:
-        acks = []
-        for vertex in self.job.vertices:
-            for index in range(vertex.parallelism):
-                path = ack_path(ack_dir, vertex.id, index)
-                if not self.work.exists(path):
-                    raise JobExecutionError(
-                        f"epoch {epoch}: subtask {index} of '{vertex.name}' (uid "
-                        f"'{vertex.head.uid}') finished without acknowledging "
-                        f"({self.work.path(path)} is missing)"
-                    )
-                acks.append(self.work.read_json(path))
+    def _accepted_acks(
+        self, epoch: int, ack_dir: str, result_attempts: dict[tuple[int, int], set[str]]
+    ) -> list[SubtaskAck]:
+        collector = AckCollector(self.job, self.work, ack_dir, epoch)
+        acks = collector.accepted(f"{self.job_id}#{self.generation}", result_attempts)
+        collector.discard_losers(self._needed_files)
         return acks
 
     # Checkpoints ---------------------------------------------------------------------------
@@ -418,7 +446,7 @@ class JobMaster:
         for number, (committer, committable) in enumerate(self.state.committables(checkpoint.body)):
             if number == 1:
                 self._inject("mid-commit", checkpoint.id)
-            committer(committable)
+            committer.commit(committable)
 
     def _needed_files(self) -> set[str]:
         return self.state.referenced_files() | self.coordinator.referenced_files()
@@ -478,8 +506,15 @@ class JobMaster:
             path = checkpoint.path or "in memory"
             self.state.restore(checkpoint.body, path, self.ignore_unclaimed)
             for committer, committable in self.state.committables(checkpoint.body):
-                committer(committable)  # idempotent: some may have been committed before
+                committer.commit(committable)  # idempotent: some were committed before
             self.rewrite_all = foreign
+            if foreign and checkpoint.path is not None:
+                # What the other run staged after this checkpoint will never be committed;
+                # its records stay (its directory is not ours).
+                old_root = Storage(checkpoint.path.rstrip("/").rpartition("/")[0])
+                StagedFilesRegistry(old_root.child("staging")).abort_all(set(), forget=False)
+        self.staged.abort_all(set())
+        self.accepted.clear()
         self._sweep_state_files()
 
     def _load_recovery_checkpoint(self) -> CompletedCheckpoint:
@@ -506,18 +541,3 @@ class JobMaster:
             self._restore(self.recovered_from, foreign=True)
             return
         self._restore(latest, foreign=False)
-
-
-def _plan_document(epoch: int, end_of_input: bool, plans: dict[int, Any]) -> dict[str, Any]:
-    """The epoch's input as JSON: split positions and counts, never the records."""
-    return {
-        "epoch": epoch,
-        "end_of_input": end_of_input,
-        "sources": {
-            str(vid): {
-                str(sub): [{k: v for k, v in a.items() if k != "records"} for a in lst]
-                for sub, lst in plan.items()
-            }
-            for vid, plan in plans.items()
-        },
-    }

@@ -8,9 +8,12 @@ checkpoint's view back.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_range
 
@@ -45,15 +48,15 @@ class JobState:
 
     # After an epoch ------------------------------------------------------------------------
 
-    def apply_acks(self, epoch: int, acks: list[dict[str, Any]]) -> None:
+    def apply_acks(self, epoch: int, acks: list[SubtaskAck]) -> None:
         progress_by_source: dict[int, dict[str, Any]] = {}
         for ack in acks:
-            vertex_id, index = ack["vertex"], ack["subtask"]
-            self.versions[(vertex_id, index)] = ack["version"]
-            self.operator_states[vertex_id][index] = ack["operators"]
+            vertex_id, index = ack.vertex, ack.subtask
+            self.versions[(vertex_id, index)] = ack.attempt
+            self.operator_states[vertex_id][index] = ack.operators
             if vertex_id in self.enumerators:
-                progress_by_source.setdefault(vertex_id, {}).update(ack["source_progress"])
-            state = ack["state"]
+                progress_by_source.setdefault(vertex_id, {}).update(ack.source_progress)
+            state = ack.state
             if state is not None:
                 manifests.apply_report(self.manifests[vertex_id][index], state)
         for vertex_id, progress in progress_by_source.items():
@@ -115,7 +118,7 @@ class JobState:
         sources = {v.head.uid: self.enumerators[v.id].snapshot() for v in self.job.sources}
         return {"operators": operators, "sources": sources}
 
-    def committables(self, body: dict[str, Any]):
+    def committables(self, body: dict[str, Any]) -> Iterator[tuple[Committer, Any]]:
         """(committer, committable) of every two-phase-commit sink in a checkpoint body."""
         for vertex in self.job.vertices:
             committers = {

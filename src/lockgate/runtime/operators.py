@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
+from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.runtime.context import KeyedProcessContext, ProcessContext, SubtaskRuntimeContext
 from lockgate.runtime.errors import UserFunctionError, preview
+from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state.descriptors import ReducingStateDescriptor
 
 
@@ -32,6 +34,10 @@ class OperatorContext:
     epoch: int = 0
     #: sinks publish only when a checkpoint completes (exactly-once), not per epoch
     commit_on_checkpoint: bool = False
+    #: the Spark task attempt running this epoch (names what it writes)
+    attempt: str = ""
+    #: records files the attempt creates outside the job's directories (see staged_files)
+    staging: StagingLog | None = None
 
 
 NO_RECORD = object()
@@ -309,7 +315,9 @@ class PrintSinkOperator(Operator):
             self.lines.clear()
 
 
-COLLECT_TAG = -1
+# Items of a task's output that go to the driver, not to a shuffle partition (>= 0)
+COLLECT_TAG = -1  # (COLLECT_TAG, pickled records of collect sinks)
+ATTEMPT_TAG = -2  # (ATTEMPT_TAG, (vertex, subtask, attempt)): the attempt that produced them
 
 
 class CollectSinkOperator(Operator):
@@ -357,8 +365,8 @@ class OperatorSpec:
     function: Any = None
     options: dict[str, Any] | None = None
     validator: Callable[[], None] | None = None
-    #: commits one of the operator's committables on the driver (two-phase-commit sinks)
-    committer: Callable[[Any], None] | None = None
+    #: commits the operator's committables on the driver (two-phase-commit sinks)
+    committer: Committer | None = None
 
     def validate(self) -> None:
         """Checks on the driver before the job starts (e.g. that a sink can write)."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import SparkSession
+
+from lockgate.common.config_options import ConfigurationError
 
 _DEFAULTS = {
     "spark.master": "local[*]",
@@ -41,3 +44,17 @@ def get_or_create_session(config: Mapping[str, str]) -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def check_session(conf: Any) -> None:
+    """Refuse Spark settings lockgate cannot run under, before the job starts.
+
+    ``conf`` is the session's ``SparkConf`` (anything with ``get(key, default)``).
+    """
+    if str(conf.get("spark.speculation", "false")).strip().lower() == "true":
+        raise ConfigurationError(
+            "Spark speculative execution (spark.speculation=true) is not supported yet: "
+            "lockgate accepts the attempt of each subtask whose output an epoch used, but "
+            "this has not been tested with speculative copies on a cluster; set "
+            "spark.speculation=false for the session that runs lockgate jobs"
+        )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pickle import loads
 from typing import Any
 
+from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
 from lockgate.runtime.context import SubtaskRuntimeContext
@@ -189,11 +190,15 @@ class Subtask:
         for operator in reversed(self.operators):
             operator.open()
 
-    def begin_epoch(self, epoch: int, commit_on_checkpoint: bool) -> None:
+    def begin_epoch(
+        self, epoch: int, commit_on_checkpoint: bool, attempt: str, staging: StagingLog
+    ) -> None:
         self.epoch = epoch
         for ctx in self.contexts:
             ctx.epoch = epoch
             ctx.commit_on_checkpoint = commit_on_checkpoint
+            ctx.attempt = attempt
+            ctx.staging = staging
 
     def end_epoch(self, end_of_input: bool, records: int) -> None:
         if end_of_input:

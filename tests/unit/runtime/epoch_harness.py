@@ -3,10 +3,10 @@
 ``EpochTask`` is called directly. A *worker* (a Python worker process of an executor) is the
 dict of live subtasks that ``epoch_task._live`` holds; the harness swaps each worker's dict
 in around the tasks it runs there. A *host* is a RocksDB local directory: workers on one
-host share its local snapshots. The driver side follows ``JobMaster``: the acknowledgement
-written last is the one accepted, and after an epoch the state files that the accepted
-acks wrote are deleted once neither the current manifests nor the latest checkpoint (the
-only one retained) reference them.
+host share its local snapshots. The driver side follows ``JobMaster``: the attempt that ran
+last is the one accepted (as if Spark had used its output), and after an epoch the state
+files that the accepted acks wrote are deleted once neither the current manifests nor the
+latest checkpoint (the only one retained) reference them.
 
 The job: a collection source of ``(key, n)`` records, keyed by ``key``, into a process
 function that counts each key's records in a ValueState named "count" (and whatever
@@ -30,7 +30,8 @@ from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime import epoch_task
-from lockgate.runtime.epoch_task import EpochTask, ack_path
+from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
+from lockgate.runtime.epoch_task import EpochTask
 from lockgate.runtime.job_state import JobState
 from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend
 from lockgate.state import manifests
@@ -167,7 +168,8 @@ class Cluster:
         host: str,
         attempt_number: int = 0,
         checkpoint: bool = False,
-    ) -> list[Any]:
+    ) -> tuple[list[Any], str]:
+        """Runs one task; returns its output and its attempt."""
         task = EpochTask(
             run_id=self.run_id,
             epoch=epoch,
@@ -176,6 +178,7 @@ class Cluster:
             graph=self.graph,
             work=self.work,
             state=self.files,
+            staging=self.work.child("staging"),
             keyed_state=self.settings(host),
             tag=tag,
             checkpoint=checkpoint,
@@ -184,10 +187,11 @@ class Cluster:
             commit_on_checkpoint=False,
             restore=self.state.restore_for(vertex, False),
         )
-        _TaskContext.current = FakeTaskContext(attempt_number, next(_attempt_ids))
+        attempt_id = next(_attempt_ids)
+        _TaskContext.current = FakeTaskContext(attempt_number, attempt_id)
         epoch_task._live = self.workers.setdefault(worker, OrderedDict())
         try:
-            return list(task(0, iter(items)))
+            return list(task(0, iter(items))), f"{tag}a{attempt_id}"
         finally:
             _TaskContext.current = None
 
@@ -197,10 +201,10 @@ class Cluster:
         epoch = self.state.epoch + 1
         tag = f"e{epoch}-g{self.generation}t{self.tries}"
         [plan] = [e.plan(max_records) for e in self.state.enumerators.values()]
-        out = self.run_task(self.source, epoch, tag, [plan.get(0, [])], "src", "src")
-        return Epoch(self, epoch, tag, out, checkpoint)
+        out, attempt = self.run_task(self.source, epoch, tag, [plan.get(0, [])], "src", "src")
+        return Epoch(self, epoch, tag, out, attempt, checkpoint)
 
-    def epoch(self, worker: str, host: str = "a", max_records: int = 10, **kw: Any) -> dict:
+    def epoch(self, worker: str, host: str = "a", max_records: int = 10, **kw: Any) -> SubtaskAck:
         """A whole epoch with the counting subtask on ``worker``; its accepted ack."""
         run = self.begin_epoch(max_records, **kw)
         run.run(worker, host)
@@ -260,21 +264,30 @@ class Epoch:
     """One try of an epoch whose source subtask ran; its counting subtask may run on several
     workers (retries, speculative copies) before the driver accepts the last ack."""
 
-    def __init__(self, cluster: Cluster, number: int, tag: str, source_out: list, checkpoint):
+    def __init__(
+        self,
+        cluster: Cluster,
+        number: int,
+        tag: str,
+        source_out: list,
+        source_attempt: str,
+        checkpoint,
+    ):
         self.cluster = cluster
         self.number = number
         self.tag = tag
         self.source_out = source_out
+        self.attempts = {cluster.source.id: source_attempt}
         self.checkpoint = checkpoint
 
     @property
     def ack_dir(self) -> str:
         return f"epochs/{self.tag}"
 
-    def run(self, worker: str, host: str = "a", attempt_number: int = 0) -> dict:
+    def run(self, worker: str, host: str = "a", attempt_number: int = 0) -> SubtaskAck:
         """Runs the counting subtask on ``worker``; returns the ack it wrote."""
         c = self.cluster
-        c.run_task(
+        _, attempt = c.run_task(
             c.counter,
             self.number,
             self.tag,
@@ -284,23 +297,28 @@ class Epoch:
             attempt_number,
             self.checkpoint,
         )
-        return c.work.read_json(ack_path(self.ack_dir, c.counter.id, 0))
+        self.attempts[c.counter.id] = attempt
+        return self.read_ack(c.counter.id, attempt)
 
-    def accept(self) -> dict:
+    def read_ack(self, vertex_id: int, attempt: str) -> SubtaskAck:
+        path = ack_name(self.ack_dir, vertex_id, 0, attempt)
+        return SubtaskAck.from_json(self.cluster.work.read_json(path), path)
+
+    def accept(self) -> SubtaskAck:
         """The driver's side (JobMaster): apply the acks, complete the checkpoint if one is
         due, drop the files nothing references."""
         c = self.cluster
-        acks = [c.work.read_json(ack_path(self.ack_dir, v.id, 0)) for v in c.job.vertices]
+        acks = [self.read_ack(v.id, self.attempts[v.id]) for v in c.job.vertices]
         c.state.apply_acks(self.number, acks)
         c.work.remove(self.ack_dir)
         for ack in acks:
-            if ack["state"]:
-                c.written |= manifests.files(ack["state"])
+            if ack.state:
+                c.written |= manifests.files(ack.state)
         if self.checkpoint:
             c.checkpointed = c.state.referenced_files()
         needed = c.state.referenced_files() | c.checkpointed
         for url in c.written - needed:
             remove_url(url)
         c.written &= needed
-        [keyed] = [ack for ack in acks if ack["vertex"] == c.counter.id]
+        [keyed] = [ack for ack in acks if ack.vertex == c.counter.id]
         return keyed

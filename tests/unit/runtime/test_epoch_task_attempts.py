@@ -15,7 +15,7 @@ SEVEN_KEYS = [(n % 7, n) for n in range(60)]
 
 def own_files(ack: dict) -> set[str]:
     """URLs of the files an attempt wrote itself (SSTs of earlier epochs are shared)."""
-    return {url for name, (url, _) in ack["state"]["files"].items() if not name.endswith(".sst")}
+    return {url for name, (url, _) in ack.state["files"].items() if not name.endswith(".sst")}
 
 
 def test_attempts_numbered_alike_write_files_of_their_own(cluster):
@@ -28,7 +28,7 @@ def test_attempts_numbered_alike_write_files_of_their_own(cluster):
 
     assert own_files(first_ack)
     assert own_files(first_ack).isdisjoint(own_files(resubmitted_ack))
-    assert first_ack["state"]["snapshot"] != resubmitted_ack["state"]["snapshot"]
+    assert first_ack.state["snapshot"] != resubmitted_ack.state["snapshot"]
 
 
 def test_a_fresh_worker_restores_on_the_host_of_the_attempt_that_lost(cluster):
@@ -44,5 +44,5 @@ def test_a_fresh_worker_restores_on_the_host_of_the_attempt_that_lost(cluster):
 
     ack = c.epoch("w3", host="a", max_records=20)
 
-    assert ack["restored"]
+    assert ack.restored
     assert c.accepted_counts() == {key: 60 // 7 + (key < 60 % 7) for key in range(7)}

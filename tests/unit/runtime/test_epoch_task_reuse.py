@@ -39,9 +39,9 @@ def compacting_before_snapshots(monkeypatch):
 
 def test_the_accepted_version_stays_in_memory_for_the_next_epoch(cluster):
     c: Cluster = cluster(THREE_KEYS)
-    assert c.epoch("w1")["restored"]
-    assert not c.epoch("w1")["restored"]  # same worker, the version the driver accepted
-    assert c.epoch("w2")["restored"]
+    assert c.epoch("w1").restored
+    assert not c.epoch("w1").restored  # same worker, the version the driver accepted
+    assert c.epoch("w2").restored
     assert c.accepted_counts() == {0: 10, 1: 10, 2: 10}
 
 
@@ -65,7 +65,7 @@ def test_a_losing_attempt_of_the_last_epoch_is_rebuilt_not_reused(cluster, monke
 
     assert c.missing_files() == []
     assert c.accepted_counts() == {0: 10, 1: 10, 2: 10}
-    assert ack["restored"]
+    assert ack.restored
 
 
 @pytest.mark.parametrize("backend", [ROCKSDB, HASHMAP])
@@ -82,7 +82,7 @@ def test_an_epoch_run_again_after_a_timeout_does_not_reuse_the_cancelled_run(clu
     ack = c.epoch("w1", max_records=5)
 
     assert c.accepted_counts() == {0: 20}
-    assert ack["restored"]
+    assert ack.restored
 
 
 def test_a_new_run_of_the_job_disposes_the_subtasks_of_the_previous_run(cluster):
@@ -111,4 +111,4 @@ def test_a_new_run_keeps_the_subtasks_of_other_jobs_on_the_worker(cluster):
 
     assert sorted(c.workers["w1"]) == ["job#1", "other#0"]
     assert kept.backend.db is not None
-    assert not other.epoch("w1")["restored"]
+    assert not other.epoch("w1").restored

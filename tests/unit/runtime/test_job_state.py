@@ -7,10 +7,11 @@ import pytest
 from lockgate.checkpoint import metadata
 from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.common import Encoder
-from lockgate.connectors.file_sink import commit_part
+from lockgate.connectors.file_sink import FileCommitter, PartCommittable
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.connectors.file_system import FileSink
 from lockgate.graph.job_graph import build_job_graph
+from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.job_state import JobState
 
 PATH = "file:///ckpts/job/chk-3"
@@ -46,42 +47,44 @@ def handle(name: str, size: int = 10) -> list:
     return [f"file:///ckpts/job/shared/counter/{name}", 0, size, 12345]
 
 
-def acks_for(graph, epoch: int, position: int) -> list[dict]:
+def committable(epoch: int, index: int) -> dict:
+    return PartCommittable(
+        epoch, f"file:///out/.part-{index}.inprogress", f"file:///out/p{index}", 10
+    ).to_json()
+
+
+def ack(vertex_id: int, index: int, epoch: int, **fields) -> SubtaskAck:
+    values = {
+        "operators": {},
+        "source_progress": {},
+        "state": None,
+        "records_in": 0,
+        "restored": False,
+        "duration_ms": 1.0,
+        "consumed": {},
+        **fields,
+    }
+    return SubtaskAck(vertex_id, index, epoch, "job#0", f"e{epoch}a{vertex_id}{index}", **values)
+
+
+def acks_for(graph, epoch: int, position: int) -> list[SubtaskAck]:
     source, counter = vertex(graph, "numbers"), vertex(graph, "counter")
-    acks = [
-        {
-            "vertex": source.id,
-            "subtask": 0,
-            "version": f"e{epoch}a0",
-            "operators": {},
-            "source_progress": {"0": {"position": position, "finished": position >= len(DATA)}},
-            "state": None,
-        }
-    ]
+    progress = {"0": {"position": position, "finished": position >= len(DATA)}}
+    acks = [ack(source.id, 0, epoch, source_progress=progress)]
     for index in range(counter.parallelism):
         acks.append(
-            {
-                "vertex": counter.id,
-                "subtask": index,
-                "version": f"e{epoch}a{index + 1}",
-                "operators": {
-                    "files": {
-                        "next_part": epoch,
-                        "committables": [
-                            [
-                                epoch,
-                                f"file:///out/.part-{index}.inprogress",
-                                f"file:///out/p{index}",
-                            ]
-                        ],
-                    }
+            ack(
+                counter.id,
+                index,
+                epoch,
+                operators={
+                    "files": {"next_part": epoch, "committables": [committable(epoch, index)]}
                 },
-                "source_progress": {},
-                "state": {
+                state={
                     "kinds": {"count": "value"},
                     "groups": {str(64 * index + epoch): handle(f"{index}-e{epoch}")},
                 },
-            }
+            )
         )
     return acks
 
@@ -133,7 +136,7 @@ def test_acks_accumulate_key_groups_and_advance_sources():
     assert restore[0]["keyed"]["groups"] == {"1": handle("0-e1"), "2": handle("0-e2")}
     assert restore[0]["operators"]["files"]["next_part"] == 2
     assert restore[0]["rewrite_all"] is True
-    assert [restore[i]["version"] for i in (0, 1)] == ["e2a1", "e2a2"]  # the accepted acks
+    assert [restore[i]["version"] for i in (0, 1)] == ["e2a10", "e2a11"]  # the accepted acks
 
 
 def test_checkpoint_body_lists_every_operator_with_its_subtasks():
@@ -154,9 +157,7 @@ def test_checkpoint_body_lists_every_operator_with_its_subtasks():
         "kinds": {"count": "value"},
         "groups": {"1": handle("0-e1"), "2": handle("0-e2")},
     }
-    assert counter["subtasks"][1]["operator_states"]["files"]["committables"] == [
-        [2, "file:///out/.part-1.inprogress", "file:///out/p1"]
-    ]
+    assert counter["subtasks"][1]["operator_states"]["files"]["committables"] == [committable(2, 1)]
     assert body["sources"] == {"numbers": {"positions": {"0": 7}}}
 
 
@@ -204,10 +205,8 @@ def test_committables_of_a_checkpoint_body():
     graph = job()
     body = state_after_two_epochs(graph).checkpoint_body()
     found = list(JobState(graph, "hashmap").committables(body))
-    assert found == [
-        (commit_part, [2, "file:///out/.part-0.inprogress", "file:///out/p0"]),
-        (commit_part, [2, "file:///out/.part-1.inprogress", "file:///out/p1"]),
-    ]
+    assert [committable for _, committable in found] == [committable(2, 0), committable(2, 1)]
+    assert all(isinstance(committer, FileCommitter) for committer, _ in found)
 
 
 def test_a_body_without_committables_yields_none():

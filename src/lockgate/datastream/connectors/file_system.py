@@ -5,7 +5,7 @@ from __future__ import annotations
 from lockgate.common.serialization import Encoder
 from lockgate.common.time import Duration
 from lockgate.connectors.file_sink import BucketAssigner as SinkBuckets
-from lockgate.connectors.file_sink import FileSinkSettings, commit_part, file_sink_writer
+from lockgate.connectors.file_sink import FileCommitter, FileSinkSettings, file_sink_writer
 from lockgate.connectors.file_source import TextLineFileSource
 from lockgate.runtime.operators import OperatorSpec
 
@@ -138,7 +138,7 @@ class FileSink:
             "factory",
             file_sink_writer(self._settings),
             validator=self._settings.validate,
-            committer=commit_part,
+            committer=FileCommitter(),
         )
 
     @staticmethod

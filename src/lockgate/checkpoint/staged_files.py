@@ -1,0 +1,153 @@
+"""Files that task attempts stage outside the job's directories, and their abort.
+
+A two-phase-commit sink writes hidden files into the user's output directory before any
+checkpoint covers them. An attempt that loses (a retried task, a speculative copy, a zombie
+of a resubmitted stage) or an epoch undone by a failover leaves such files behind; only the
+driver knows, after an epoch, which attempt won. So every attempt records each file in its
+own staging record *before* creating it, and the driver deletes files by these recorded
+names, never by a pattern that could match the files of another attempt:
+
+- after every epoch, the files of records that are not the accepted attempt of their epoch;
+- at a restore, every staged file that the restored checkpoint does not commit.
+
+A record of an accepted attempt lives until a checkpoint covers its epoch (its files are
+then committables of a completed checkpoint). A losing attempt's files are deleted at every
+sweep, and its record is forgotten only ``ZOMBIE_EPOCHS`` epochs later: an attempt Spark has
+not killed yet may still create the file it recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fsspec.core import url_to_fs
+
+from lockgate.checkpoint.storage import Storage
+from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+
+log = logging.getLogger("lockgate")
+
+FORMAT = "lockgate-staged-files"
+VERSION = 1
+ZOMBIE_EPOCHS = 2
+
+
+@dataclass(frozen=True)
+class StagedFiles:
+    """What one attempt of one subtask staged in one epoch."""
+
+    epoch: int
+    vertex: int
+    subtask: int
+    attempt: str
+    files: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return record_name(self.epoch, self.vertex, self.subtask, self.attempt)
+
+    def to_json(self) -> dict:
+        return envelope(
+            FORMAT,
+            VERSION,
+            {
+                "epoch": self.epoch,
+                "vertex": self.vertex,
+                "subtask": self.subtask,
+                "attempt": self.attempt,
+                "files": list(self.files),
+            },
+        )
+
+    @staticmethod
+    def from_json(raw: object, where: str) -> StagedFiles:
+        body = open_envelope(raw, FORMAT, VERSION, where)
+        files = field(body, "files", list, where)
+        if not all(isinstance(url, str) for url in files):
+            raise RecordFormatError(f"{where}: field 'files' must list URLs")
+        return StagedFiles(
+            field(body, "epoch", int, where),
+            field(body, "vertex", int, where),
+            field(body, "subtask", int, where),
+            field(body, "attempt", str, where),
+            tuple(files),
+        )
+
+
+def record_name(epoch: int, vertex: int, subtask: int, attempt: str) -> str:
+    return f"e{epoch}/{vertex}-{subtask}-{attempt}.json"
+
+
+class StagingLog:
+    """Task side: the staging record of one attempt, rewritten before each new file."""
+
+    def __init__(self, storage: Storage, epoch: int, vertex: int, subtask: int, attempt: str):
+        self.storage = storage
+        self.record = StagedFiles(epoch, vertex, subtask, attempt, ())
+
+    def stage(self, url: str) -> None:
+        record = self.record
+        self.record = StagedFiles(
+            record.epoch, record.vertex, record.subtask, record.attempt, (*record.files, url)
+        )
+        self.storage.write_json(self.record.name, self.record.to_json())
+
+
+class StagedFilesRegistry:
+    """Driver side: reads the staging records under one directory and aborts by name."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+
+    def records(self) -> Iterable[StagedFiles]:
+        for epoch_dir in self.storage.list(""):
+            for name in self.storage.list(epoch_dir):
+                if name.startswith("."):
+                    continue  # a record being written
+                relative = f"{epoch_dir}/{name}"
+                where = f"staging record {self.storage.url_of(relative)}"
+                try:
+                    raw = self.storage.read_json(relative)
+                except FileNotFoundError:
+                    continue
+                except ValueError:
+                    raise RecordFormatError(f"{where} is not JSON") from None
+                yield StagedFiles.from_json(raw, where)
+
+    def sweep(self, accepted: dict[tuple[int, int, int], str], settled: int, epoch: int) -> None:
+        """After ``epoch``: abort what losing attempts staged, forget what is settled.
+
+        ``accepted`` maps (epoch, vertex, subtask) to the attempt the driver accepted; its
+        entries of epochs up to ``settled`` (covered by a completed checkpoint, or published
+        at once without exactly-once) are dropped with their records.
+        """
+        for record in list(self.records()):
+            if record.epoch > epoch:
+                continue  # an attempt of an epoch not decided yet
+            key = (record.epoch, record.vertex, record.subtask)
+            if accepted.get(key) == record.attempt:
+                if record.epoch <= settled:
+                    self.storage.remove(record.name)  # its files are committed
+                continue
+            _delete(record.files)
+            if record.epoch <= epoch - ZOMBIE_EPOCHS:
+                self.storage.remove(record.name)
+        for key in [key for key in accepted if key[0] <= settled]:
+            del accepted[key]
+
+    def abort_all(self, keep: set[str], forget: bool = True) -> None:
+        """Delete every staged file except those in ``keep`` (pending files the restored
+        checkpoint commits); ``forget``: remove the records too (this job's own ones)."""
+        for record in list(self.records()):
+            _delete(url for url in record.files if url not in keep)
+            if forget:
+                self.storage.remove(record.name)
+
+
+def _delete(urls: Iterable[str]) -> None:
+    for url in urls:
+        fs, path = url_to_fs(url)
+        if fs.exists(path):
+            fs.rm(path)

@@ -1,0 +1,94 @@
+"""A subtask's acknowledgement of an epoch: what the driver needs to move the job forward.
+
+One file per task attempt, created exclusively under the epoch's directory and named by
+the attempt, so two live attempts of one subtask (a speculative copy, a zombie of a
+resubmitted stage) never overwrite each other. The driver accepts the attempt whose output
+the epoch consumed: a result-stage attempt that the Spark job returned, and upstream the
+attempts whose shuffle output the accepted receivers read (``consumed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+
+FORMAT = "lockgate-subtask-ack"
+VERSION = 1
+
+
+def ack_name(ack_dir: str, vertex: int, subtask: int, attempt: str) -> str:
+    return f"{ack_dir}/{vertex}-{subtask}-{attempt}.json"
+
+
+def channel_name(edge: int, sender: int) -> str:
+    return f"{edge}/{sender}"
+
+
+@dataclass(frozen=True)
+class SubtaskAck:
+    vertex: int
+    subtask: int
+    epoch: int
+    run: str  # job id and restart generation
+    attempt: str  # names the attempt's files and the subtask version it leaves behind
+    records_in: int
+    source_progress: dict[str, Any]  # split -> position reached (source subtasks)
+    state: dict[str, Any] | None  # the keyed-state snapshot report (keyed subtasks)
+    operators: dict[str, Any]  # operator uid -> operator state
+    restored: bool  # rebuilt from files rather than found live in the worker
+    duration_ms: float
+    consumed: dict[str, str]  # input channel (edge/sender) -> attempt whose output it read
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            FORMAT,
+            VERSION,
+            {
+                "vertex": self.vertex,
+                "subtask": self.subtask,
+                "epoch": self.epoch,
+                "run": self.run,
+                "attempt": self.attempt,
+                "records_in": self.records_in,
+                "source_progress": self.source_progress,
+                "state": self.state,
+                "operators": self.operators,
+                "restored": self.restored,
+                "duration_ms": self.duration_ms,
+                "consumed": self.consumed,
+            },
+        )
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> SubtaskAck:
+        body = open_envelope(raw, FORMAT, VERSION, where)
+        consumed = field(body, "consumed", dict, where)
+        if not all(isinstance(v, str) for v in consumed.values()):
+            raise RecordFormatError(f"{where}: field 'consumed' must map channels to attempts")
+        return SubtaskAck(
+            vertex=field(body, "vertex", int, where),
+            subtask=field(body, "subtask", int, where),
+            epoch=field(body, "epoch", int, where),
+            run=field(body, "run", str, where),
+            attempt=field(body, "attempt", str, where),
+            records_in=field(body, "records_in", int, where),
+            source_progress=field(body, "source_progress", dict, where),
+            state=field(body, "state", (dict, type(None)), where),
+            operators=field(body, "operators", dict, where),
+            restored=field(body, "restored", bool, where),
+            duration_ms=float(field(body, "duration_ms", (int, float), where)),
+            consumed=consumed,
+        )
+
+    def check(self, vertex: int, subtask: int, epoch: int, run: str, where: str) -> None:
+        """The ack must be the one the driver asked for (not another job's, run's or epoch's)."""
+        expected = (vertex, subtask, epoch, run)
+        found = (self.vertex, self.subtask, self.epoch, self.run)
+        if found != expected:
+            raise RecordFormatError(
+                f"{where} acknowledges vertex {found[0]} subtask {found[1]} epoch {found[2]} "
+                f"of run {found[3]}, not vertex {vertex} subtask {subtask} epoch {epoch} of "
+                f"run {run}"
+            )
