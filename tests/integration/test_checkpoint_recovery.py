@@ -443,9 +443,9 @@ def run_observing_checkpoints(make_env, tmp_path: Path, incremental: bool, paral
             for chk in retained:
                 checkpoint, skipped = load_checkpoint(str(chk))
                 assert not skipped and checkpoint.epoch == int(chk.name[4:])
-                for operator in checkpoint.body["operators"].values():
-                    for subtask in operator["subtasks"]:
-                        keyed = subtask.get("keyed")
+                for operator in checkpoint.metadata.operators.values():
+                    for subtask in operator.subtasks:
+                        keyed = subtask.keyed
                         assert keyed is None or keyed["backend"] == "rocksdb", keyed
                 files[chk.name] = checkpoint.files()
             referenced = {url_path(url) for urls in files.values() for url in urls}

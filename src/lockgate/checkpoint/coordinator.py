@@ -10,13 +10,12 @@ retained checkpoint and no live state version still uses.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from lockgate.checkpoint import metadata
+from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState
 from lockgate.checkpoint.storage import Storage, read_url, remove_url
-from lockgate.state import manifests
 
 
 @dataclass
@@ -39,31 +38,11 @@ class CheckpointStats:
 class CompletedCheckpoint:
     id: int
     epoch: int
-    body: dict[str, Any]  # the _metadata body, with state file URLs made absolute
+    metadata: CheckpointMetadata  # with state file URLs made absolute
     path: str | None  # chk-<n> directory URL (None: held in driver memory)
 
     def files(self) -> set[str]:
-        return set(_handle_files(self.body))
-
-
-def _handle_files(body: dict[str, Any]) -> Iterable[str]:
-    for operator in body["operators"].values():
-        for subtask in operator["subtasks"]:
-            yield from manifests.files(subtask.get("keyed") or {})
-
-
-def _map_files(body: dict[str, Any], mapping: Callable[[str], str]) -> dict[str, Any]:
-    """A copy of a metadata body with every state file path passed through ``mapping``."""
-    operators = {}
-    for uid, operator in body["operators"].items():
-        subtasks = []
-        for subtask in operator["subtasks"]:
-            keyed = subtask.get("keyed")
-            if keyed:
-                keyed = manifests.map_urls(keyed, mapping)
-            subtasks.append({**subtask, "keyed": keyed})
-        operators[uid] = {**operator, "subtasks": subtasks}
-    return {**body, "operators": operators}
+        return set(self.metadata.files())
 
 
 @dataclass
@@ -115,7 +94,7 @@ class CheckpointCoordinator:
     def complete(
         self,
         epoch: int,
-        body: dict[str, Any],
+        operators: dict[str, OperatorState],
         started: float,
         written_bytes: int,
         before_write: Callable[[int], None] = lambda checkpoint_id: None,
@@ -127,13 +106,13 @@ class CheckpointCoordinator:
         without ``_metadata`` it is not a checkpoint, and nothing else would delete it.
         """
         checkpoint_id = self.next_id  # a failed write leaves the id to ``failed``
-        body = {**body, "job_id": self.job_id, "checkpoint_id": checkpoint_id, "epoch": epoch}
+        body = metadata.CheckpointMetadata(self.job_id, checkpoint_id, epoch, operators)
         path = None
         if self.job_root is not None:
             chk = self.job_root.child(f"chk-{checkpoint_id}")
             prefix = self.job_root.url_of("") + "/"
-            relative = _map_files(
-                body, lambda url: url[len(prefix) :] if url.startswith(prefix) else url
+            relative = body.map_files(
+                lambda url: url[len(prefix) :] if url.startswith(prefix) else url
             )
             try:
                 before_write(checkpoint_id)
@@ -149,10 +128,7 @@ class CheckpointCoordinator:
         self.retained.append(checkpoint)
         self.consecutive_failures = 0
         self.last_completion = time.monotonic()
-        sizes = {
-            uid: sum(manifests.size(subtask.get("keyed") or {}) for subtask in operator["subtasks"])
-            for uid, operator in body["operators"].items()
-        }
+        sizes = {uid: operator.state_size() for uid, operator in operators.items()}
         self.history.append(
             CheckpointStats(
                 checkpoint_id,
@@ -248,13 +224,10 @@ def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
         except metadata.CheckpointFormatError as exc:
             skipped.append(str(exc))
             continue
-        absolute = _map_files(body, lambda p: p if "://" in p or p.startswith("/") else prefix + p)
+        absolute = body.map_files(lambda p: p if "://" in p or p.startswith("/") else prefix + p)
         return (
             CompletedCheckpoint(
-                body["checkpoint_id"],
-                body["epoch"],
-                absolute,
-                job_root.url_of(f"chk-{checkpoint_id}"),
+                body.checkpoint_id, body.epoch, absolute, job_root.url_of(f"chk-{checkpoint_id}")
             ),
             skipped,
         )

@@ -4,38 +4,172 @@ It is JSON (never pickle), carries a format name and version, and a SHA-256 chec
 its body, so a truncated or altered file is recognised and reported with its path. It is
 written last and atomically: a ``chk-<n>`` directory without a valid ``_metadata`` is not
 a checkpoint.
+
+The body is a ``CheckpointMetadata`` (Flink's name): one ``OperatorState`` per operator
+uid, never per chain (chaining is a physical decision that may change between a checkpoint
+and its restore), with one ``OperatorSubtaskState`` per parallel subtask. Every field is
+checked when the file is read, so a body that lacks one fails naming the file and field.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
+from lockgate.common.records import RecordFormatError, field
+from lockgate.state import manifests
+
 FORMAT = "lockgate-checkpoint"
-VERSION = 1
+VERSION = 2
+_OLDER_VERSIONS = {1: "kept state per chain of operators, not per operator uid"}
 
 
 class CheckpointFormatError(ValueError):
     """A ``_metadata`` file that cannot be used: missing, damaged, foreign or too new."""
 
 
+@dataclass(frozen=True)
+class OperatorSubtaskState:
+    index: int
+    operator_state: Any  # what the operator's snapshot_state returned (JSON), or None
+    keyed: dict[str, Any] | None  # keyed-state manifest of a keyed operator
+    key_groups: tuple[int, int] | None  # inclusive key-group range of a keyed operator
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "operator_state": self.operator_state,
+            "keyed": self.keyed,
+            "key_groups": list(self.key_groups) if self.key_groups is not None else None,
+        }
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> OperatorSubtaskState:
+        if not isinstance(raw, dict):
+            raise RecordFormatError(f"{where} is not an object")
+        key_groups = field(raw, "key_groups", (list, type(None)), where)
+        if key_groups is not None and (
+            len(key_groups) != 2 or not all(isinstance(k, int) for k in key_groups)
+        ):
+            raise RecordFormatError(f"{where}: field 'key_groups' is not [start, end]")
+        if "operator_state" not in raw:
+            raise RecordFormatError(f"{where} lacks the field 'operator_state'")
+        return OperatorSubtaskState(
+            field(raw, "index", int, where),
+            raw["operator_state"],
+            field(raw, "keyed", (dict, type(None)), where),
+            (key_groups[0], key_groups[1]) if key_groups is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class OperatorState:
+    """All state of one operator (by uid) in a checkpoint."""
+
+    uid: str
+    name: str
+    parallelism: int
+    max_parallelism: int
+    subtasks: tuple[OperatorSubtaskState, ...]
+    coordinator_state: dict[str, Any] | None = None  # a source's split enumerator
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "parallelism": self.parallelism,
+            "max_parallelism": self.max_parallelism,
+            "subtasks": [subtask.to_json() for subtask in self.subtasks],
+            "coordinator_state": self.coordinator_state,
+        }
+
+    @staticmethod
+    def from_json(uid: str, raw: Any, where: str) -> OperatorState:
+        where = f"{where}, operator '{uid}'"
+        if not isinstance(raw, dict):
+            raise RecordFormatError(f"{where} is not an object")
+        subtasks = field(raw, "subtasks", list, where)
+        return OperatorState(
+            uid,
+            field(raw, "name", str, where),
+            field(raw, "parallelism", int, where),
+            field(raw, "max_parallelism", int, where),
+            tuple(
+                OperatorSubtaskState.from_json(s, f"{where} subtask entry {n}")
+                for n, s in enumerate(subtasks)
+            ),
+            field(raw, "coordinator_state", (dict, type(None)), where),
+        )
+
+    def state_size(self) -> int:
+        return sum(manifests.size(s.keyed) for s in self.subtasks if s.keyed)
+
+
+@dataclass(frozen=True)
+class CheckpointMetadata:
+    job_id: str
+    checkpoint_id: int
+    epoch: int
+    operators: dict[str, OperatorState]  # by operator uid
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "checkpoint_id": self.checkpoint_id,
+            "epoch": self.epoch,
+            "operators": {uid: op.to_json() for uid, op in sorted(self.operators.items())},
+        }
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> CheckpointMetadata:
+        operators = field(raw, "operators", dict, where)
+        return CheckpointMetadata(
+            field(raw, "job_id", str, where),
+            field(raw, "checkpoint_id", int, where),
+            field(raw, "epoch", int, where),
+            {uid: OperatorState.from_json(uid, op, where) for uid, op in operators.items()},
+        )
+
+    def files(self) -> Iterator[str]:
+        """Every state file the checkpoint refers to."""
+        for operator in self.operators.values():
+            for subtask in operator.subtasks:
+                if subtask.keyed:
+                    yield from manifests.files(subtask.keyed)
+
+    def map_files(self, mapping: Callable[[str], str]) -> CheckpointMetadata:
+        """A copy with every state file path passed through ``mapping``."""
+        operators = {
+            uid: replace(
+                operator,
+                subtasks=tuple(
+                    replace(s, keyed=manifests.map_urls(s.keyed, mapping)) if s.keyed else s
+                    for s in operator.subtasks
+                ),
+            )
+            for uid, operator in self.operators.items()
+        }
+        return replace(self, operators=operators)
+
+
 def _canonical(body: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def encode(body: dict[str, Any]) -> bytes:
-    canonical = _canonical(body)
+def encode(checkpoint: CheckpointMetadata) -> bytes:
+    body = checkpoint.to_json()
     envelope = {
         "format": FORMAT,
         "version": VERSION,
-        "sha256": hashlib.sha256(canonical).hexdigest(),
+        "sha256": hashlib.sha256(_canonical(body)).hexdigest(),
         "body": body,
     }
     return json.dumps(envelope, sort_keys=True, separators=(",", ":")).encode()
 
 
-def decode(data: bytes, path: str) -> dict[str, Any]:
+def decode(data: bytes, path: str) -> CheckpointMetadata:
     try:
         envelope = json.loads(data)
     except (UnicodeDecodeError, ValueError):
@@ -47,9 +181,15 @@ def decode(data: bytes, path: str) -> dict[str, Any]:
         raise CheckpointFormatError(f"{path} is not a lockgate checkpoint metadata file")
     version = envelope.get("version")
     if version != VERSION:
+        why = _OLDER_VERSIONS.get(version) if isinstance(version, int) else None
         raise CheckpointFormatError(
             f"checkpoint metadata {path} has format version {version!r}; this lockgate reads "
             f"version {VERSION}"
+            + (
+                f" (version {version}, of an older lockgate, {why}; it cannot be restored)"
+                if why
+                else ""
+            )
         )
     body = envelope.get("body")
     if not isinstance(body, dict) or hashlib.sha256(_canonical(body)).hexdigest() != envelope.get(
@@ -58,4 +198,7 @@ def decode(data: bytes, path: str) -> dict[str, Any]:
         raise CheckpointFormatError(
             f"checkpoint metadata {path} fails its checksum: the file was altered or damaged"
         )
-    return body
+    try:
+        return CheckpointMetadata.from_json(body, f"checkpoint metadata {path}")
+    except RecordFormatError as exc:
+        raise CheckpointFormatError(str(exc)) from None

@@ -39,13 +39,19 @@ class Storage:
     def child(self, relative: str) -> Storage:
         return Storage(f"{self.url}/{relative}")
 
-    def write_bytes(self, relative: str, data: bytes) -> None:
+    def _write_temporary(self, relative: str, data: bytes) -> tuple[str, str]:
+        """Write ``data`` under a hidden temporary name next to ``relative``; returns the
+        temporary path and the target path."""
         target = self.path(relative)
         parent = target.rsplit("/", 1)[0]
         self.fs.makedirs(parent, exist_ok=True)
         temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
         with self.fs.open(temporary, "wb") as out:
             out.write(data)
+        return temporary, target
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        temporary, target = self._write_temporary(relative, data)
         self.fs.mv(temporary, target)
 
     def create(self, relative: str, data: bytes) -> None:
@@ -55,12 +61,7 @@ class Storage:
         replace; elsewhere the check and the rename are two steps (object stores have no
         exclusive rename), so callers still use names that only they write.
         """
-        target = self.path(relative)
-        parent = target.rsplit("/", 1)[0]
-        self.fs.makedirs(parent, exist_ok=True)
-        temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
-        with self.fs.open(temporary, "wb") as out:
-            out.write(data)
+        temporary, target = self._write_temporary(relative, data)
         try:
             if isinstance(self.fs, LocalFileSystem):
                 os.link(temporary, target)

@@ -243,7 +243,7 @@ class JobMaster:
         keep = (
             {
                 url
-                for committer, committable in self.state.committables(latest.body)
+                for committer, committable in self.state.committables(latest.metadata)
                 for url in committer.staged_files(committable)
             }
             if latest is not None
@@ -417,10 +417,14 @@ class JobMaster:
         the end of input: the job may finish only once it has committed all output, so its
         failure is a failover (as in Flink), whatever the tolerance.
         """
-        body = self.state.checkpoint_body()
+        operators = self.state.checkpoint_operators()
         try:
             checkpoint = self.coordinator.complete(
-                epoch, body, started, self.written_since_checkpoint, self._inject_metadata_write
+                epoch,
+                operators,
+                started,
+                self.written_since_checkpoint,
+                self._inject_metadata_write,
             )
         except OSError as exc:
             reason = f"checkpoint of epoch {epoch} failed: {exc}"
@@ -443,7 +447,9 @@ class JobMaster:
         return checkpoint.id
 
     def _commit(self, checkpoint: CompletedCheckpoint) -> None:
-        for number, (committer, committable) in enumerate(self.state.committables(checkpoint.body)):
+        for number, (committer, committable) in enumerate(
+            self.state.committables(checkpoint.metadata)
+        ):
             if number == 1:
                 self._inject("mid-commit", checkpoint.id)
             committer.commit(committable)
@@ -504,8 +510,8 @@ class JobMaster:
             self.state.reset()
         else:
             path = checkpoint.path or "in memory"
-            self.state.restore(checkpoint.body, path, self.ignore_unclaimed)
-            for committer, committable in self.state.committables(checkpoint.body):
+            self.state.restore(checkpoint.metadata, path, self.ignore_unclaimed)
+            for committer, committable in self.state.committables(checkpoint.metadata):
                 committer.commit(committable)  # idempotent: some were committed before
             self.rewrite_all = foreign
             if foreign and checkpoint.path is not None:
@@ -522,7 +528,7 @@ class JobMaster:
         try:
             checkpoint, skipped = load_checkpoint(self.recovery_path)
             JobState(self.job, self.keyed_state.backend).restore(
-                checkpoint.body, checkpoint.path or self.recovery_path, self.ignore_unclaimed
+                checkpoint.metadata, checkpoint.path or self.recovery_path, self.ignore_unclaimed
             )
         except (CheckpointFormatError, OSError) as exc:
             raise JobExecutionError(f"cannot restore the job: {exc}") from exc

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.metadata import (
+    CheckpointFormatError,
+    CheckpointMetadata,
+    OperatorState,
+    OperatorSubtaskState,
+)
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
@@ -93,51 +98,51 @@ class JobState:
 
     # Checkpoints ---------------------------------------------------------------------------
 
-    def checkpoint_body(self) -> dict[str, Any]:
-        operators = {}
+    def checkpoint_operators(self) -> dict[str, OperatorState]:
+        """The state of every operator, by uid: a checkpoint's content."""
+        operators: dict[str, OperatorState] = {}
         for vertex in self.job.vertices:
-            subtasks = []
-            for index in range(vertex.parallelism):
-                entry: dict[str, Any] = {
-                    "index": index,
-                    "operator_states": self.operator_states[vertex.id].get(index, {}),
-                    "keyed": None,
-                }
-                if vertex.keyed:
-                    manifest = self.manifests[vertex.id][index]
-                    key_groups = key_group_range(vertex.max_parallelism, vertex.parallelism, index)
-                    entry["key_groups"] = [key_groups.start, key_groups.end]
-                    entry["keyed"] = manifests.copy(manifest)
-                subtasks.append(entry)
-            operators[vertex.head.uid] = {
-                "name": vertex.name,
-                "parallelism": vertex.parallelism,
-                "max_parallelism": vertex.max_parallelism,
-                "subtasks": subtasks,
-            }
-        sources = {v.head.uid: self.enumerators[v.id].snapshot() for v in self.job.sources}
-        return {"operators": operators, "sources": sources}
+            for node in vertex.nodes:
+                keyed = node is vertex.head and vertex.keyed
+                subtasks = []
+                for index in range(vertex.parallelism):
+                    states = self.operator_states[vertex.id].get(index, {})
+                    key_groups = None
+                    manifest = None
+                    if keyed:
+                        kg = key_group_range(vertex.max_parallelism, vertex.parallelism, index)
+                        key_groups = (kg.start, kg.end)
+                        manifest = manifests.copy(self.manifests[vertex.id][index])
+                    subtasks.append(
+                        OperatorSubtaskState(index, states.get(node.uid), manifest, key_groups)
+                    )
+                enumerator = self.enumerators.get(vertex.id) if node.is_source else None
+                operators[node.uid] = OperatorState(
+                    node.uid,
+                    node.name,
+                    node.parallelism,
+                    node.max_parallelism,
+                    tuple(subtasks),
+                    enumerator.snapshot() if enumerator is not None else None,
+                )
+        return operators
 
-    def committables(self, body: dict[str, Any]) -> Iterator[tuple[Committer, Any]]:
-        """(committer, committable) of every two-phase-commit sink in a checkpoint body."""
+    def committables(self, checkpoint: CheckpointMetadata) -> Iterator[tuple[Committer, Any]]:
+        """(committer, committable) of every two-phase-commit sink in a checkpoint."""
         for vertex in self.job.vertices:
-            committers = {
-                node.uid: node.operator.committer
-                for node in vertex.nodes
-                if getattr(node.operator, "committer", None) is not None
-            }
-            operator = body["operators"].get(vertex.head.uid)
-            if not committers or operator is None:
-                continue
-            for subtask in operator["subtasks"]:
-                for uid, committer in committers.items():
-                    for entry in subtask["operator_states"].get(uid, {}).get("committables", ()):
+            for node in vertex.nodes:
+                committer = getattr(node.operator, "committer", None)
+                operator = checkpoint.operators.get(node.uid)
+                if committer is None or operator is None:
+                    continue
+                for subtask in operator.subtasks:
+                    for entry in (subtask.operator_state or {}).get("committables", ()):
                         yield committer, entry
 
-    def restore(self, body: dict[str, Any], path: str, ignore_unclaimed: bool) -> None:
-        """Put a checkpoint's positions and state versions back."""
-        heads = {v.head.uid: v for v in self.job.vertices}
-        unclaimed = sorted(set(body["operators"]) - set(heads))
+    def restore(self, checkpoint: CheckpointMetadata, path: str, ignore_unclaimed: bool) -> None:
+        """Put a checkpoint's positions and state versions back, operator by operator."""
+        nodes = {node.uid: (vertex, node) for vertex in self.job.vertices for node in vertex.nodes}
+        unclaimed = sorted(set(checkpoint.operators) - set(nodes))
         if unclaimed and not ignore_unclaimed:
             raise CheckpointFormatError(
                 f"checkpoint {path} has state of operators this job does not have (uids "
@@ -145,36 +150,37 @@ class JobState:
                 "'execution.state-recovery.ignore-unclaimed-state' to start anyway"
             )
         self.reset()
-        for uid, vertex in heads.items():
-            operator = body["operators"].get(uid)
+        for uid, (vertex, node) in nodes.items():
+            operator = checkpoint.operators.get(uid)
             if operator is None:
                 continue
-            if (operator["parallelism"], operator["max_parallelism"]) != (
-                vertex.parallelism,
-                vertex.max_parallelism,
+            if (operator.parallelism, operator.max_parallelism) != (
+                node.parallelism,
+                node.max_parallelism,
             ):
                 raise CheckpointFormatError(
-                    f"checkpoint {path}: operator '{vertex.name}' (uid '{uid}') ran at "
-                    f"parallelism {operator['parallelism']} / max parallelism "
-                    f"{operator['max_parallelism']}, but the job now has "
-                    f"{vertex.parallelism} / {vertex.max_parallelism}"
+                    f"checkpoint {path}: operator '{node.name}' (uid '{uid}') ran at "
+                    f"parallelism {operator.parallelism} / max parallelism "
+                    f"{operator.max_parallelism}, but the job now has "
+                    f"{node.parallelism} / {node.max_parallelism}"
                 )
-            for subtask in operator["subtasks"]:
-                index = subtask["index"]
-                self.operator_states[vertex.id][index] = subtask["operator_states"]
-                keyed = subtask.get("keyed")
-                if vertex.keyed and not manifests.is_empty(keyed):
+            for subtask in operator.subtasks:
+                if subtask.operator_state is not None:
+                    states = self.operator_states[vertex.id].setdefault(subtask.index, {})
+                    states[uid] = subtask.operator_state
+                keyed = subtask.keyed
+                if node is vertex.head and vertex.keyed and not manifests.is_empty(keyed):
                     written_by = manifests.backend_of(keyed)
                     if written_by != self.backend:
                         raise CheckpointFormatError(
-                            f"checkpoint {path}: the state of operator '{vertex.name}' (uid "
+                            f"checkpoint {path}: the state of operator '{node.name}' (uid "
                             f"'{uid}') was written by the {written_by} state backend, but the "
                             f"job uses the {self.backend} backend; a checkpoint restores only "
                             "into the backend that wrote it (switching backends needs a "
                             "savepoint)"
                         )
-                    self.manifests[vertex.id][index] = manifests.copy(keyed)
-            if vertex.is_source and uid in body["sources"]:
-                self.enumerators[vertex.id].restore(body["sources"][uid])
-        self.epoch = body["epoch"]
-        self.committed_epoch = body["epoch"]
+                    self.manifests[vertex.id][subtask.index] = manifests.copy(keyed)
+            if node.is_source and operator.coordinator_state is not None:
+                self.enumerators[vertex.id].restore(operator.coordinator_state)
+        self.epoch = checkpoint.epoch
+        self.committed_epoch = checkpoint.epoch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -13,7 +14,7 @@ from lockgate.checkpoint.coordinator import (
     CheckpointSettings,
     load_checkpoint,
 )
-from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.metadata import CheckpointFormatError, OperatorState, OperatorSubtaskState
 from lockgate.checkpoint.storage import Storage, read_url
 
 JOB = "0123456789abcdef"
@@ -65,36 +66,27 @@ def make(tmp_path, **overrides) -> CheckpointCoordinator:
     return CheckpointCoordinator(settings(**overrides), JOB, root)
 
 
-def body_with(*files: tuple[str, int], uid: str = "keyedprocess-1") -> dict:
-    """A body as JobState.checkpoint_body gives: one keyed subtask per file."""
-    subtasks = [
-        {
-            "index": index,
-            "operator_states": {},
-            "key_groups": [index, index],
-            "keyed": {
-                "kinds": {"count": "value"},
-                "groups": {str(index): [url, 0, size, 99]},
-            },
-        }
+def body_with(*files: tuple[str, int], uid: str = "keyedprocess-1") -> dict[str, OperatorState]:
+    """Operator states as JobState.checkpoint_operators gives: one keyed subtask per file."""
+    subtasks = tuple(
+        OperatorSubtaskState(
+            index,
+            None,
+            {"kinds": {"count": "value"}, "groups": {str(index): [url, 0, size, 99]}},
+            (index, index),
+        )
         for index, (url, size) in enumerate(files)
-    ]
+    )
     return {
-        "operators": {
-            uid: {
-                "name": "KeyedProcess",
-                "parallelism": len(files),
-                "max_parallelism": 128,
-                "subtasks": subtasks,
-            },
-            "collection-source-0": {
-                "name": "Collection Source",
-                "parallelism": 1,
-                "max_parallelism": 128,
-                "subtasks": [{"index": 0, "operator_states": {}, "keyed": None}],
-            },
-        },
-        "sources": {"collection-source-0": {"positions": {"0": 4}}},
+        uid: OperatorState(uid, "KeyedProcess", len(files), 128, subtasks),
+        "collection-source-0": OperatorState(
+            "collection-source-0",
+            "Collection Source",
+            1,
+            128,
+            (OperatorSubtaskState(0, None, None, None),),
+            {"positions": {"0": 4}},
+        ),
     }
 
 
@@ -105,8 +97,10 @@ def shared_file(coordinator: CheckpointCoordinator, name: str, data: bytes = b"x
 
 
 def raw_metadata(coordinator: CheckpointCoordinator, checkpoint_id: int) -> dict:
+    """The body of a ``_metadata`` as JSON (after checking that it decodes)."""
     url = coordinator.job_root.url_of(f"chk-{checkpoint_id}/_metadata")
-    return metadata.decode(read_url(url), url)
+    metadata.decode(read_url(url), url)
+    return json.loads(read_url(url))["body"]
 
 
 # due() --------------------------------------------------------------------------------------------
@@ -180,7 +174,8 @@ def test_complete_writes_metadata_with_paths_relative_to_the_job_dir(tmp_path, c
         {"0": ["shared/keyedprocess-1/0/epoch-1", 0, 10, 99]},
         {"1": [elsewhere, 0, 5, 99]},  # not under the job dir: stays absolute
     ]
-    assert stored["sources"] == {"collection-source-0": {"positions": {"0": 4}}}
+    source = stored["operators"]["collection-source-0"]
+    assert source["coordinator_state"] == {"positions": {"0": 4}}
     # the checkpoint held in memory keeps absolute URLs
     assert checkpoint.files() == {mine, elsewhere}
     assert coordinator.latest is checkpoint
@@ -203,7 +198,7 @@ def test_load_checkpoint_makes_paths_absolute_again(tmp_path, clock):
         loaded, skipped = load_checkpoint(path)
         assert skipped == []
         assert (loaded.id, loaded.epoch, loaded.path) == (1, 3, checkpoint.path)
-        assert loaded.body == checkpoint.body
+        assert loaded.metadata == checkpoint.metadata
         assert loaded.files() == {mine, elsewhere}
 
 
@@ -445,7 +440,7 @@ def test_a_metadata_of_an_unknown_version_is_reported(tmp_path, clock):
     coordinator = make(tmp_path)
     coordinator.complete(1, body_with(), clock.now, 0)
     meta = tmp_path / "checkpoints" / JOB / "chk-1" / "_metadata"
-    meta.write_bytes(meta.read_bytes().replace(b'"version":1', b'"version":7'))
+    meta.write_bytes(meta.read_bytes().replace(b'"version":2', b'"version":7'))
     with pytest.raises(CheckpointFormatError, match="version 7") as info:
         load_checkpoint(str(meta))
     assert str(meta) in str(info.value)

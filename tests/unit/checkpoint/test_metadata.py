@@ -2,42 +2,65 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import replace
 
 import pytest
 
 from lockgate.checkpoint import metadata
-from lockgate.checkpoint.metadata import CheckpointFormatError, decode, encode
+from lockgate.checkpoint.metadata import (
+    CheckpointFormatError,
+    CheckpointMetadata,
+    OperatorState,
+    OperatorSubtaskState,
+    decode,
+    encode,
+)
 
 PATH = "file:///ckpt/job-1/chk-7/_metadata"
 
-BODY = {
-    "job_id": "job-1",
-    "checkpoint_id": 7,
-    "epoch": 12,
-    "operators": {
-        "keyedprocess-1": {
-            "name": "KeyedProcess",
-            "parallelism": 2,
-            "max_parallelism": 128,
-            "subtasks": [
-                {
-                    "index": 0,
-                    "key_groups": [0, 63],
-                    "operator_states": {},
-                    "keyed": {
-                        "kinds": {"count": "value"},
-                        "groups": {"3": ["shared/a/0/f1", 0, 17, 123456]},
-                    },
-                }
-            ],
-        }
+BODY = CheckpointMetadata(
+    "job-1",
+    7,
+    12,
+    {
+        "keyedprocess-1": OperatorState(
+            "keyedprocess-1",
+            "KeyedProcess ünïcode ✓",
+            2,
+            128,
+            (
+                OperatorSubtaskState(
+                    0,
+                    {"ratio": 0.1, "flag": None},
+                    {"kinds": {"count": "value"}, "groups": {"3": ["shared/a/0/f1", 0, 17, 1]}},
+                    (0, 63),
+                ),
+            ),
+        ),
+        "collection-source-0": OperatorState(
+            "collection-source-0",
+            "Collection Source",
+            1,
+            128,
+            (OperatorSubtaskState(0, None, None, None),),
+            {"positions": {"0": 5}},
+        ),
     },
-    "sources": {"collection-source-0": {"positions": {"0": 5}}},
-    "text": "ünïcode ✓",
-    "ratio": 0.1,
-    "flag": None,
-}
+)
+
+
+def with_body(body: dict) -> bytes:
+    """A well-formed envelope (right version and checksum) around any body."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    envelope = {
+        "format": metadata.FORMAT,
+        "version": metadata.VERSION,
+        "sha256": hashlib.sha256(canonical).hexdigest(),
+        "body": body,
+    }
+    return json.dumps(envelope).encode()
 
 
 def test_round_trip_returns_the_body():
@@ -46,17 +69,17 @@ def test_round_trip_returns_the_body():
 
 def test_encoding_is_deterministic_json_with_format_version_and_checksum():
     data = encode(BODY)
-    assert data == encode(json.loads(json.dumps(BODY)))
+    assert data == encode(CheckpointMetadata.from_json(json.loads(data)["body"], PATH))
     envelope = json.loads(data)
     assert envelope["format"] == metadata.FORMAT == "lockgate-checkpoint"
-    assert envelope["version"] == metadata.VERSION == 1
+    assert envelope["version"] == metadata.VERSION == 2
     assert len(envelope["sha256"]) == 64
-    assert envelope["body"] == BODY
+    assert envelope["body"] == BODY.to_json()
     assert not data.startswith(b"\x80")  # not a pickle
 
 
 def test_the_checksum_depends_on_the_body():
-    other = {**BODY, "epoch": 13}
+    other = replace(BODY, epoch=13)
     assert json.loads(encode(BODY))["sha256"] != json.loads(encode(other))["sha256"]
 
 
@@ -133,7 +156,7 @@ def test_a_foreign_json_file_is_not_a_lockgate_checkpoint(document):
     assert str(info.value) == f"{PATH} is not a lockgate checkpoint metadata file"
 
 
-@pytest.mark.parametrize("version", [2, 0, None, "1"])
+@pytest.mark.parametrize("version", [3, 0, None, "1"])
 def test_an_unknown_version_names_the_path_and_both_versions(version):
     envelope = json.loads(encode(BODY))
     envelope["version"] = version
@@ -156,3 +179,34 @@ def test_version_is_checked_before_the_checksum():
 def test_whitespace_changes_outside_the_body_values_are_harmless():
     compact = json.dumps(json.loads(encode(BODY)), separators=(",", ":")).encode()
     assert decode(compact, PATH) == BODY
+
+
+def keyed_operator(body: dict) -> dict:
+    return body["operators"]["keyedprocess-1"]
+
+
+def test_a_version_1_checkpoint_says_it_kept_state_per_chain():
+    envelope = json.loads(encode(BODY))
+    envelope["version"] = 1
+    with pytest.raises(CheckpointFormatError) as info:
+        decode(json.dumps(envelope).encode(), PATH)
+    message = str(info.value)
+    assert PATH in message and "per chain of operators" in message, message
+
+
+@pytest.mark.parametrize(
+    "damage, field",
+    [
+        (lambda body: body.pop("epoch"), "'epoch'"),
+        (lambda body: keyed_operator(body).pop("max_parallelism"), "'max_parallelism'"),
+        (lambda body: keyed_operator(body)["subtasks"][0].pop("keyed"), "'keyed'"),
+        (lambda body: keyed_operator(body).update(parallelism="2"), "'parallelism'"),
+    ],
+)
+def test_a_body_that_lacks_a_field_names_the_file_and_the_field(damage, field):
+    body = BODY.to_json()
+    damage(body)
+    with pytest.raises(CheckpointFormatError) as info:
+        decode(with_body(body), PATH)
+    message = str(info.value)
+    assert PATH in message and field in message, message

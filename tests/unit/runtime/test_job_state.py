@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from lockgate.checkpoint import metadata
-from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.metadata import (
+    CheckpointFormatError,
+    CheckpointMetadata,
+    OperatorSubtaskState,
+)
 from lockgate.common import Encoder
 from lockgate.connectors.file_sink import FileCommitter, PartCommittable
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
@@ -27,10 +31,17 @@ def key(x):
     return x % 3
 
 
-def job(parallelism: int = 2, max_parallelism: int | None = 128, extra_branch: bool = False):
+def job(
+    parallelism: int = 2,
+    max_parallelism: int | None = 128,
+    extra_branch: bool = False,
+    sink_apart: bool = False,
+):
     env = StreamExecutionEnvironment()
     source = env.from_collection(DATA).uid("numbers")
     keyed = source.key_by(key).process(Passthrough()).uid("counter")
+    if sink_apart:
+        keyed = keyed.rebalance()
     sink = FileSink.for_row_format("/unused", Encoder.simple_string_encoder()).build()
     keyed.sink_to(sink).uid("files")
     if extra_branch:
@@ -139,47 +150,51 @@ def test_acks_accumulate_key_groups_and_advance_sources():
     assert [restore[i]["version"] for i in (0, 1)] == ["e2a10", "e2a11"]  # the accepted acks
 
 
-def test_checkpoint_body_lists_every_operator_with_its_subtasks():
+def checkpoint_of(state: JobState, epoch: int = 2) -> CheckpointMetadata:
+    """What a checkpoint of ``state`` holds, as read back from its _metadata."""
+    written = CheckpointMetadata("job", 1, epoch, state.checkpoint_operators())
+    return metadata.decode(metadata.encode(written), PATH)
+
+
+def test_a_checkpoint_holds_every_operator_by_uid_not_by_chain():
     graph = job()
-    body = state_after_two_epochs(graph).checkpoint_body()
-    assert set(body["operators"]) == {"numbers", "counter"}
-    source, counter = body["operators"]["numbers"], body["operators"]["counter"]
-    assert (source["name"], source["parallelism"], source["max_parallelism"]) == (
+    operators = state_after_two_epochs(graph).checkpoint_operators()
+    assert set(operators) == {"numbers", "counter", "files"}  # files is chained to counter
+    source, counter, files = operators["numbers"], operators["counter"], operators["files"]
+    assert (source.name, source.parallelism, source.max_parallelism) == (
         "Collection Source",
         1,
         128,
     )
-    assert source["subtasks"] == [{"index": 0, "operator_states": {}, "keyed": None}]
-    assert (counter["parallelism"], counter["max_parallelism"]) == (2, 128)
-    assert [s["key_groups"] for s in counter["subtasks"]] == [[0, 63], [64, 127]]
-    assert counter["subtasks"][0]["keyed"] == {
+    assert source.subtasks == (OperatorSubtaskState(0, None, None, None),)
+    assert source.coordinator_state == {"positions": {"0": 7}}
+    assert (counter.parallelism, counter.max_parallelism) == (2, 128)
+    assert [s.key_groups for s in counter.subtasks] == [(0, 63), (64, 127)]
+    assert counter.subtasks[0].keyed == {
         "backend": "hashmap",
         "kinds": {"count": "value"},
         "groups": {"1": handle("0-e1"), "2": handle("0-e2")},
     }
-    assert counter["subtasks"][1]["operator_states"]["files"]["committables"] == [committable(2, 1)]
-    assert body["sources"] == {"numbers": {"positions": {"0": 7}}}
+    assert [s.keyed for s in files.subtasks] == [None, None]
+    assert files.subtasks[1].operator_state["committables"] == [committable(2, 1)]
 
 
-def test_checkpoint_body_is_a_snapshot_not_a_view():
+def test_checkpoint_operators_are_a_snapshot_not_a_view():
     graph = job()
     state = state_after_two_epochs(graph)
-    body = state.checkpoint_body()
+    operators = state.checkpoint_operators()
     state.apply_acks(3, acks_for(graph, 3, position=10))
-    assert "3" not in body["operators"]["counter"]["subtasks"][0]["keyed"]["groups"]
-    assert body["sources"]["numbers"] == {"positions": {"0": 7}}
+    assert "3" not in operators["counter"].subtasks[0].keyed["groups"]
+    assert operators["numbers"].coordinator_state == {"positions": {"0": 7}}
 
 
-def test_checkpoint_body_and_restore_round_trip_through_metadata():
+def test_checkpoint_and_restore_round_trip_through_metadata():
     graph = job()
     state = state_after_two_epochs(graph)
-    body = {**state.checkpoint_body(), "epoch": 2}
-    decoded = metadata.decode(metadata.encode(body), PATH)
-
     restored = JobState(job(), "hashmap")  # a new run declares the same program
-    restored.restore(decoded, PATH, ignore_unclaimed=False)
+    restored.restore(checkpoint_of(state), PATH, ignore_unclaimed=False)
     assert (restored.epoch, restored.committed_epoch) == (2, 2)
-    assert {**restored.checkpoint_body(), "epoch": 2} == body
+    assert restored.checkpoint_operators() == state.checkpoint_operators()
     assert restored.referenced_files() == state.referenced_files()
     assert restored.state_bytes() == state.state_bytes()
     enumerator = restored.enumerators[vertex(restored.job, "numbers").id]
@@ -187,12 +202,24 @@ def test_checkpoint_body_and_restore_round_trip_through_metadata():
     assert enumerator.plan(100)[0][0]["records"] == DATA[7:]
 
 
+def test_state_restores_by_uid_when_the_chaining_changed():
+    """The sink was chained to the counter; now a rebalance puts it in a task of its own."""
+    checkpoint = checkpoint_of(state_after_two_epochs(job()))
+    restored = JobState(job(sink_apart=True), "hashmap")
+    restored.restore(checkpoint, PATH, ignore_unclaimed=False)
+    sink = vertex(restored.job, "files")
+    assert sink is not vertex(restored.job, "counter")
+    assert restored.operator_states[sink.id][1]["files"]["committables"] == [committable(2, 1)]
+    found = [c for _, c in restored.committables(checkpoint)]
+    assert found == [committable(2, 0), committable(2, 1)]
+
+
 def test_restore_discards_progress_made_after_the_checkpoint():
     graph = job()
     state = state_after_two_epochs(graph)
-    body = {**state.checkpoint_body(), "epoch": 2}
+    checkpoint = checkpoint_of(state)
     state.apply_acks(3, acks_for(graph, 3, position=10))
-    state.restore(body, PATH, ignore_unclaimed=False)
+    state.restore(checkpoint, PATH, ignore_unclaimed=False)
     assert state.epoch == 2
     counter = vertex(graph, "counter")
     assert "3" not in state.manifests[counter.id][0]["groups"]
@@ -201,20 +228,18 @@ def test_restore_discards_progress_made_after_the_checkpoint():
     assert state.operator_states[counter.id][0]["files"]["next_part"] == 2
 
 
-def test_committables_of_a_checkpoint_body():
+def test_committables_of_a_checkpoint():
     graph = job()
-    body = state_after_two_epochs(graph).checkpoint_body()
-    found = list(JobState(graph, "hashmap").committables(body))
+    checkpoint = checkpoint_of(state_after_two_epochs(graph))
+    found = list(JobState(graph, "hashmap").committables(checkpoint))
     assert [committable for _, committable in found] == [committable(2, 0), committable(2, 1)]
     assert all(isinstance(committer, FileCommitter) for committer, _ in found)
 
 
-def test_a_body_without_committables_yields_none():
+def test_a_checkpoint_without_committables_yields_none():
     graph = job()
-    assert (
-        list(JobState(graph, "hashmap").committables(JobState(graph, "hashmap").checkpoint_body()))
-        == []
-    )
+    checkpoint = checkpoint_of(JobState(graph, "hashmap"))
+    assert list(JobState(graph, "hashmap").committables(checkpoint)) == []
 
 
 def test_a_reset_goes_back_to_the_start():
@@ -231,7 +256,7 @@ def test_a_reset_goes_back_to_the_start():
 
 
 def test_unclaimed_operator_state_is_rejected_naming_the_uids():
-    body = {**state_after_two_epochs(job(extra_branch=True)).checkpoint_body(), "epoch": 2}
+    body = checkpoint_of(state_after_two_epochs(job(extra_branch=True)))
     state = JobState(job(), "hashmap")
     with pytest.raises(CheckpointFormatError) as info:
         state.restore(body, PATH, ignore_unclaimed=False)
@@ -243,7 +268,7 @@ def test_unclaimed_operator_state_is_rejected_naming_the_uids():
 
 
 def test_unclaimed_operator_state_is_dropped_when_allowed():
-    body = {**state_after_two_epochs(job(extra_branch=True)).checkpoint_body(), "epoch": 2}
+    body = checkpoint_of(state_after_two_epochs(job(extra_branch=True)))
     state = JobState(job(), "hashmap")
     state.restore(body, PATH, ignore_unclaimed=True)
     assert state.epoch == 2
@@ -251,7 +276,7 @@ def test_unclaimed_operator_state_is_dropped_when_allowed():
 
 
 def test_an_operator_new_to_the_job_starts_empty():
-    body = {**state_after_two_epochs(job()).checkpoint_body(), "epoch": 2}
+    body = checkpoint_of(state_after_two_epochs(job()))
     state = JobState(job(extra_branch=True), "hashmap")
     state.restore(body, PATH, ignore_unclaimed=False)
     assert state.operator_states[vertex(state.job, "extra-map").id] == {}
@@ -264,14 +289,14 @@ def test_an_operator_new_to_the_job_starts_empty():
         (
             3,
             128,
-            "'KeyedProcess -> FileSink' (uid 'counter')",
+            "'KeyedProcess' (uid 'counter')",
             "2 / max parallelism 128",
             "3 / 128",
         ),
         (
             1,
             128,
-            "'KeyedProcess -> FileSink' (uid 'counter')",
+            "'KeyedProcess' (uid 'counter')",
             "2 / max parallelism 128",
             "1 / 128",
         ),
@@ -281,7 +306,7 @@ def test_an_operator_new_to_the_job_starts_empty():
 def test_a_parallelism_change_is_rejected_naming_the_operator_and_uid(
     parallelism, max_parallelism, operator, was, now
 ):
-    body = {**state_after_two_epochs(job(2, 128)).checkpoint_body(), "epoch": 2}
+    body = checkpoint_of(state_after_two_epochs(job(2, 128)))
     state = JobState(job(parallelism, max_parallelism), "hashmap")
     with pytest.raises(CheckpointFormatError) as info:
         state.restore(body, PATH, ignore_unclaimed=False)
