@@ -183,6 +183,9 @@ def state_job(
     """The job over ``source``, checkpointing every epoch into ``checkpoint_dir``."""
     config = Configuration()
     config.set_string(options.WORK_DIR.key, work_dir)
+    # every epoch's and checkpoint's figures, not only the most recent ones
+    config.set_integer(options.EPOCH_HISTORY.key, 1_000_000)
+    config.set_integer(options.CHECKPOINT_HISTORY.key, 1_000_000)
     config.set_integer(options.EPOCH_MAX_RECORDS_PER_SPLIT.key, max_records_per_split)
     for key, value in (settings or {}).items():
         config.set_string(key, value)

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from lockgate_it_support import SparkJobCounter, collect
 
-from lockgate.common import Configuration, ConfigurationError
+from lockgate.common import Configuration, ConfigurationError, RestartStrategies
 from lockgate.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.runtime.errors import JobExecutionError
+from lockgate.runtime.job_state import JobState
 
 
 class ParseAmount(MapFunction):
@@ -184,3 +185,25 @@ def test_invalid_value_set_after_configure_fails_at_execute(make_env, spark):
         env.configure(Configuration().set_string("lockgate.epoch.max-records-per-split", "0"))
     assert collect(stream) == [1, 2, 3]  # the failed configure left the environment as it was
     assert jobs.count(at_least=1) == 1
+
+
+def test_a_bug_in_the_driver_fails_the_job_at_once_with_its_traceback(
+    make_env, tmp_path, monkeypatch
+):
+    """Only failed Spark jobs, storage errors and damaged checkpoints go to the restart
+    strategy; an error in lockgate's own driver code is not retried."""
+    calls = []
+
+    def broken(self, epoch, acks):
+        calls.append(epoch)
+        raise KeyError("a bug in the driver")
+
+    monkeypatch.setattr(JobState, "apply_acks", broken)
+    env = make_env(parallelism=1, max_records_per_split=10)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 10))
+    env.enable_checkpointing(1)
+    env.from_collection(list(range(30))).map(str).print()
+    with pytest.raises(KeyError, match="a bug in the driver") as info:
+        env.execute("driver bug")
+    assert calls == [1], "the bug was retried as if it were a task failure"
+    assert any(entry.name == "broken" for entry in info.traceback)

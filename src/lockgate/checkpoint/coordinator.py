@@ -10,6 +10,7 @@ retained checkpoint and no live state version still uses.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -66,11 +67,15 @@ class CheckpointCoordinator:
     job_id: str
     job_root: Storage | None  # <checkpoint-dir>/<job-id>; None: checkpoints in driver memory
     retained: list[CompletedCheckpoint] = field(default_factory=list)
-    history: list[CheckpointStats] = field(default_factory=list)
+    history_size: int = 10  # most recent checkpoints whose statistics are kept
+    history: deque[CheckpointStats] = field(init=False)
     next_id: int = 1
     consecutive_failures: int = 0
     last_trigger: float = field(default_factory=time.monotonic)
     last_completion: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.history = deque(maxlen=self.history_size)
 
     def due(self, end_of_input: bool) -> bool:
         """Whether the epoch about to run ends with a checkpoint."""

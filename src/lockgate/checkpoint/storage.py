@@ -146,14 +146,15 @@ def remove_url(url: str) -> None:
 
 
 def is_writable(url: str) -> bool:
+    """Whether a file can be written under ``url``; the probe removes only its own file
+    (another process may be probing the same directory)."""
     probe = Storage(url)
+    name = f".probe-{uuid.uuid4().hex}"
     try:
-        probe.write_bytes(f".probe-{uuid.uuid4().hex}", b"")
+        probe.write_bytes(name, b"")
     except OSError:
         return False
-    for name in probe.list(""):
-        if name.startswith(".probe-"):
-            probe.remove(name)
+    probe.remove(name)
     return True
 
 

@@ -86,6 +86,18 @@ def _non_empty(text: str) -> str:
     return text.strip()
 
 
+# fsspec file systems that live inside one process: Spark's executors cannot see them
+_PROCESS_LOCAL_PROTOCOLS = {"memory"}
+
+
+def _shared_url(text: str) -> str:
+    value = _non_empty(text)
+    protocol = value.split("://", 1)[0].lower() if "://" in value else "file"
+    if protocol in _PROCESS_LOCAL_PROTOCOLS:
+        raise ValueError(text)
+    return value
+
+
 def _parallelism(text: str) -> int:
     value = int(text.strip())
     if value == -1 or value >= 1:
@@ -195,8 +207,8 @@ EPOCH_MAX_RECORDS_PER_SPLIT = ConfigOption(
 WORK_DIR = ConfigOption(
     "lockgate.work-dir",
     "",
-    _non_empty,
-    "an fsspec URL or local path every executor can reach",
+    _shared_url,
+    "an fsspec URL or local path every executor can reach (not a process-local memory://)",
     "Where epoch plans, acknowledgements and per-epoch state versions live while a job runs "
     "(default: a directory under the system temp dir, which suits local Spark).",
 )
@@ -213,6 +225,21 @@ CONTINUOUS_IDLE_POLL = ConfigOption(
     _int_at_least(1),
     "a positive integer (milliseconds)",
     "How long the job master sleeps when a continuous source has nothing new.",
+)
+
+EPOCH_HISTORY = ConfigOption(
+    "lockgate.epoch.history",
+    1000,
+    _int_at_least(1),
+    "a positive integer",
+    "Statistics of this many most recent epochs are kept (a job may run for months).",
+)
+CHECKPOINT_HISTORY = ConfigOption(
+    "web.checkpoints.history",
+    10,
+    _int_at_least(1),
+    "a positive integer",
+    "Statistics of this many most recent checkpoints are kept, as in Flink.",
 )
 
 # Checkpointing (Flink 2.x keys and defaults) ------------------------------------------------
@@ -299,8 +326,8 @@ CHECKPOINT_STORAGE = ConfigOption(
 CHECKPOINT_DIR = ConfigOption(
     "execution.checkpointing.dir",
     "",
-    _non_empty,
-    "an fsspec URL or path",
+    _shared_url,
+    "an fsspec URL or path every executor can reach (not a process-local memory://)",
     "Directory of checkpoints (<dir>/<job-id>/chk-<n>/_metadata, shared/, taskowned/).",
 )
 SAVEPOINT_DIR = ConfigOption(
@@ -460,6 +487,7 @@ LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
     option.key: option
     for option in (
         EPOCH_MAX_RECORDS_PER_SPLIT,
+        EPOCH_HISTORY,
         WORK_DIR,
         PROGRESS,
         CONTINUOUS_IDLE_POLL,
@@ -475,6 +503,7 @@ VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {
             PARALLELISM,
             MAX_PARALLELISM,
             RUNTIME_MODE,
+            CHECKPOINT_HISTORY,
             CHECKPOINT_INTERVAL,
             CHECKPOINTING_MODE,
             CHECKPOINT_TIMEOUT,

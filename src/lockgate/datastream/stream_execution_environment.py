@@ -207,7 +207,7 @@ class StreamExecutionEnvironment:
             summary.job_id,
             summary.job_name,
             runtime_ms,
-            summary.epochs,
+            list(summary.epochs),
             summary.checkpoints,
             summary.restarts,
         )

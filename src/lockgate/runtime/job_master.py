@@ -15,11 +15,14 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
 from pyspark import cloudpickle
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from lockgate.checkpoint.coordinator import (
@@ -35,8 +38,10 @@ from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage, is_writable, remove_url
 from lockgate.common import config_options as options
+from lockgate.common.records import RecordFormatError
 from lockgate.runtime.ack_collector import AckCollector
 from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.runtime.epoch_cap import EpochCap
 from lockgate.runtime.epoch_job import EpochJob, EpochTimeout, reports_attempt
 from lockgate.runtime.epoch_task import EpochTask
 from lockgate.runtime.errors import InjectedFailure, InjectedStorageFailure, JobExecutionError
@@ -49,6 +54,20 @@ from lockgate.runtime.spark_session import check_session
 from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")
+
+# What the Spark job of an epoch raises when a task failed past Spark's own retries or the
+# job was cancelled; a driver-side error of lockgate is none of these.
+SPARK_JOB_FAILURES = (Py4JJavaError, PySparkException)
+# Failures the restart strategy handles: failed epochs, storage errors, damaged checkpoints
+# and control records, injected failures. Any other exception on the driver is a bug of
+# lockgate's, and fails the job at once with its traceback.
+RECOVERABLE = (
+    JobExecutionError,
+    CheckpointFormatError,
+    RecordFormatError,
+    OSError,
+    InjectedFailure,
+)
 
 INJECTION_POINTS = (
     "after-snapshot-before-ack",
@@ -80,7 +99,7 @@ class EpochResult:
 class JobSummary:
     job_id: str
     job_name: str
-    epochs: list[EpochStats] = field(default_factory=list)
+    epochs: deque[EpochStats]  # the most recent ones
     checkpoints: list[CheckpointStats] = field(default_factory=list)
     restarts: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -130,9 +149,11 @@ class JobMaster:
         self.sc = session.sparkContext
         check_session(self.sc.getConf())
         self.job = job
-        self.summary = JobSummary(uuid.uuid4().hex, job_name)
+        self.summary = JobSummary(
+            uuid.uuid4().hex, job_name, deque(maxlen=options.EPOCH_HISTORY.read(config))
+        )
         self.work = Storage(_work_dir(config, self.sc.master)).child(self.job_id)
-        self.max_records = options.EPOCH_MAX_RECORDS_PER_SPLIT.read(config)
+        self.epoch_cap = EpochCap(options.EPOCH_MAX_RECORDS_PER_SPLIT.read(config))
         self.idle_poll_s = options.CONTINUOUS_IDLE_POLL.read(config) / 1000
         self.progress = EpochProgress(job_name) if options.PROGRESS.read(config) else None
         settings = _checkpoint_settings(config)
@@ -152,7 +173,9 @@ class JobMaster:
         self.staged = StagedFilesRegistry((job_root or self.work).child("staging"))
         # (epoch, vertex, subtask) -> accepted attempt, until its epoch is settled
         self.accepted: dict[tuple[int, int, int], str] = {}
-        self.coordinator = CheckpointCoordinator(settings, self.job_id, job_root)
+        self.coordinator = CheckpointCoordinator(
+            settings, self.job_id, job_root, history_size=options.CHECKPOINT_HISTORY.read(config)
+        )
         self.restart = restart_strategy(config, settings.enabled)
         self.recovery_path = options.STATE_RECOVERY_PATH.read(config)
         self.ignore_unclaimed = options.IGNORE_UNCLAIMED_STATE.read(config)
@@ -204,12 +227,7 @@ class JobMaster:
             while not self._cancelled.is_set():
                 try:
                     result = self._next_epoch(spark_job, graph)
-                except (
-                    JobExecutionError,
-                    CheckpointFormatError,
-                    OSError,
-                    InjectedFailure,
-                ) as failure:
+                except RECOVERABLE as failure:  # anything else is a bug: the job fails at once
                     self._recover(self._restore_latest, failure)
                     if self.released_results:  # checkpointed before the failure struck
                         yield EpochResult(None, self._take_released())
@@ -270,7 +288,7 @@ class JobMaster:
             try:
                 restore()
                 return
-            except (JobExecutionError, CheckpointFormatError, OSError, InjectedFailure) as exc:
+            except RECOVERABLE as exc:
                 failure = exc
 
     def _inject(self, point: str, number: int) -> None:
@@ -291,7 +309,7 @@ class JobMaster:
 
     def _next_epoch(self, spark_job: EpochJob, graph: Any) -> EpochResult | None:
         state = self.state
-        plans = {vid: e.plan(self.max_records) for vid, e in state.enumerators.items()}
+        plans = {vid: e.plan(self.epoch_cap.value) for vid, e in state.enumerators.items()}
         has_input = any(plans.values())
         finished = all(e.is_finished() for e in state.enumerators.values())
         if not has_input and not finished and not self._idle_checkpoint_due():
@@ -336,21 +354,18 @@ class JobMaster:
                 tasks, plans, f"lockgate {self.summary.job_name} epoch {epoch}", timeout
             )
         except EpochTimeout:
-            self.max_records = max(1, self.max_records // 2)  # a smaller epoch next time
+            smaller = self.epoch_cap.shrink()
             reason = f"epoch {epoch} exceeded the checkpoint timeout of {timeout:.0f} s"
             if self.coordinator.failed(epoch, reason, started):
                 raise JobExecutionError(
                     f"{reason}; more than {self.checkpointing.tolerable_failures} checkpoint "
                     "failures in a row"
                 ) from None
-            log.warning(
-                "%s; running it again with at most %d records per split", reason, self.max_records
-            )
+            log.warning("%s; running it again with at most %d records per split", reason, smaller)
             return None
-        except JobExecutionError:
-            raise
-        except Exception as exc:
+        except SPARK_JOB_FAILURES as exc:  # a task failed past Spark's retries, or Spark did
             raise job_failure(exc, epoch) from exc
+        self.epoch_cap.epoch_took(time.perf_counter() - started, timeout)
         acks = self._accepted_acks(epoch, ack_dir, output.attempts)
         state.apply_acks(epoch, acks)
         self.accepted.update({(epoch, ack.vertex, ack.subtask): ack.attempt for ack in acks})

@@ -188,3 +188,10 @@ def test_is_writable(tmp_path, memory_url):
     blocker = tmp_path / "a-file"
     blocker.write_bytes(b"")
     assert not is_writable(str(blocker / "below"))
+
+
+def test_the_writability_probe_removes_only_its_own_file(tmp_path):
+    other = tmp_path / ".probe-of-another-process"
+    other.write_text("")
+    assert is_writable(str(tmp_path))
+    assert [p.name for p in tmp_path.iterdir()] == [other.name]

@@ -509,3 +509,10 @@ def test_the_write_hook_runs_for_checkpoints_in_driver_memory_too(clock):
     seen: list[int] = []
     coordinator.complete(1, body_with(), clock.perf_counter(), 0, seen.append)
     assert seen == [1]
+
+
+def test_only_the_most_recent_checkpoint_statistics_are_kept(tmp_path, clock):
+    coordinator = CheckpointCoordinator(settings(), JOB, None, history_size=3)
+    for epoch in range(1, 6):
+        coordinator.complete(epoch, body_with(), clock.perf_counter(), 0)
+    assert [c.id for c in coordinator.history] == [3, 4, 5]

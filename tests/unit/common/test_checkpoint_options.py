@@ -239,6 +239,8 @@ DURATION = "a duration such as '500 ms'"
         ("execution.checkpointing.incremental", "1", "true or false"),
         ("execution.checkpointing.storage", "rocksdb", "jobmanager or filesystem"),
         ("execution.checkpointing.dir", " ", "an fsspec URL or path"),
+        ("execution.checkpointing.dir", "memory://chk", "not a process-local memory://"),
+        ("lockgate.work-dir", "MEMORY://work", "not a process-local memory://"),
         ("execution.checkpointing.savepoint-dir", "", "an fsspec URL or path"),
         ("execution.state-recovery.path", "", "a chk-<n> directory or its _metadata file"),
         ("execution.state-recovery.ignore-unclaimed-state", "maybe", "true or false"),

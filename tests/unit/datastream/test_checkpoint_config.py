@@ -304,10 +304,10 @@ def test_enable_checkpointing_without_a_mode_keeps_exactly_once():
 def test_environment_checkpoint_config_writes_through():
     env = StreamExecutionEnvironment()
     env.get_checkpoint_config().set_tolerable_checkpoint_failure_number(2)
-    env.get_checkpoint_config().set_checkpoint_storage_dir("memory://ckpts")
+    env.get_checkpoint_config().set_checkpoint_storage_dir("s3://bucket/ckpts")
     config = env.get_configuration().to_dict()
     assert config["execution.checkpointing.tolerable-failed-checkpoints"] == "2"
-    assert config["execution.checkpointing.dir"] == "memory://ckpts"
+    assert config["execution.checkpointing.dir"] == "s3://bucket/ckpts"
 
 
 def test_api_and_configuration_give_the_same_settings():
