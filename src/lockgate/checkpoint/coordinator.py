@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from lockgate.checkpoint import metadata
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState
-from lockgate.checkpoint.storage import Storage, read_url, remove_url
+from lockgate.checkpoint.storage import Storage, read_url
 
 
 @dataclass
@@ -173,8 +173,8 @@ class CheckpointCoordinator:
         """Drop checkpoints beyond the retained count."""
         while len(self.retained) > self.settings.num_retained:
             dropped = self.retained.pop(0)
-            if dropped.path is not None:
-                remove_url(dropped.path)
+            if self.job_root is not None:
+                self.job_root.remove(f"chk-{dropped.id}")
 
     def referenced_files(self) -> set[str]:
         return {url for checkpoint in self.retained for url in checkpoint.files()}

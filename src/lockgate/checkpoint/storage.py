@@ -113,6 +113,23 @@ class Storage:
         if self.fs.exists(path):
             self.fs.rm(path, recursive=True)
 
+    def relative_of(self, url: str) -> str | None:
+        """The path of ``url`` relative to this tree, or None when it lies outside it."""
+        fs, path = url_to_fs(url)
+        path = path.rstrip("/")
+        if type(fs) is not type(self.fs) or not path.startswith(self.root + "/"):
+            return None
+        return path[len(self.root) + 1 :]
+
+    def discard(self, url: str) -> None:
+        """Delete the file at ``url``, which must lie in this tree: the URLs come from
+        acknowledgements and manifests, and the driver never deletes outside the job's own
+        directories, whatever such a record says."""
+        relative = self.relative_of(url)
+        if relative is None:
+            raise ValueError(f"not deleting {url}: it is not under {self.url}")
+        self.remove(relative)
+
     def list(self, relative: str) -> list[str]:
         """Names (not paths) of the entries of a directory, or [] if it does not exist."""
         path = self.path(relative)
@@ -139,12 +156,6 @@ def download_url(url: str, local_path: str, link: bool) -> None:
     fs.get_file(path, local_path)
 
 
-def remove_url(url: str) -> None:
-    fs, path = url_to_fs(url)
-    if fs.exists(path):
-        fs.rm(path, recursive=True)
-
-
 def is_writable(url: str) -> bool:
     """Whether a file can be written under ``url``; the probe removes only its own file
     (another process may be probing the same directory)."""
@@ -158,4 +169,4 @@ def is_writable(url: str) -> bool:
     return True
 
 
-__all__ = ["Storage", "download_url", "is_writable", "read_url", "remove_url"]
+__all__ = ["Storage", "download_url", "is_writable", "read_url"]

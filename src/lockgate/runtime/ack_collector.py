@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage, remove_url
+from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.errors import JobExecutionError
@@ -24,9 +24,10 @@ log = logging.getLogger("lockgate")
 
 
 class AckCollector:
-    def __init__(self, job: Any, work: Storage, ack_dir: str, epoch: int):
+    def __init__(self, job: Any, work: Storage, state_files: Storage, ack_dir: str, epoch: int):
         self.job = job
         self.work = work
+        self.state_files = state_files  # where the job's state files are
         self.ack_dir = ack_dir
         self.epoch = epoch
         self.winners: dict[tuple[int, int], str] = {}
@@ -89,7 +90,10 @@ class AckCollector:
                 log.warning("epoch %s: ignoring a losing attempt's ack: %s", self.epoch, exc)
                 continue
             for url in manifests.files(loser.state or {}) - needed:
-                remove_url(url)
+                try:
+                    self.state_files.discard(url)
+                except ValueError as exc:  # a damaged or foreign ack
+                    log.warning("epoch %s: %s (named by %s)", self.epoch, exc, path)
 
     def _accept(self, vertex: Any, index: int, attempts: set[str]) -> None:
         found = set(attempts)

@@ -36,7 +36,7 @@ from lockgate.checkpoint.coordinator import (
 __all__ = ["CheckpointStats", "EpochResult", "EpochStats", "JobMaster", "JobSummary"]
 from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.checkpoint.staged_files import StagedFilesRegistry
-from lockgate.checkpoint.storage import Storage, is_writable, remove_url
+from lockgate.checkpoint.storage import Storage, is_writable
 from lockgate.common import config_options as options
 from lockgate.common.records import RecordFormatError
 from lockgate.runtime.ack_collector import AckCollector
@@ -375,7 +375,9 @@ class JobMaster:
         self.written_since_checkpoint += written
         for ack in acks:
             if ack.state:
-                self.written_files.update(manifests.files(ack.state))
+                # only files in this job's state directory are ever the driver's to delete
+                owned = self.state_files.relative_of
+                self.written_files.update(u for u in manifests.files(ack.state) if owned(u))
         self.held_results.extend(output.collected)
         if not self.commits_on_checkpoint:
             self._release_results()
@@ -418,7 +420,7 @@ class JobMaster:
     def _accepted_acks(
         self, epoch: int, ack_dir: str, result_attempts: dict[tuple[int, int], set[str]]
     ) -> list[SubtaskAck]:
-        collector = AckCollector(self.job, self.work, ack_dir, epoch)
+        collector = AckCollector(self.job, self.work, self.state_files, ack_dir, epoch)
         acks = collector.accepted(f"{self.job_id}#{self.generation}", result_attempts)
         collector.discard_losers(self._needed_files)
         return acks
@@ -476,7 +478,7 @@ class JobMaster:
         """Delete state files of completed epochs that nothing needs any more."""
         needed = self._needed_files()
         for url in self.written_files - needed:
-            remove_url(url)
+            self.state_files.discard(url)
         self.written_files &= needed
 
     def _sweep_state_files(self) -> None:

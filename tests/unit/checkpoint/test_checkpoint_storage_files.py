@@ -1,4 +1,5 @@
-"""Storage: atomic writes through fsspec, URLs any process can open, read_url/remove_url."""
+"""Storage: atomic writes through fsspec, URLs any process can open, read_url, and deletes
+that never leave the storage's own tree."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import uuid
 
 import pytest
 
-from lockgate.checkpoint.storage import Storage, is_writable, read_url, remove_url
+from lockgate.checkpoint.storage import Storage, is_writable, read_url
 
 
 @pytest.fixture
 def memory_url():
     url = f"memory://lockgate-tests/{uuid.uuid4().hex}"
     yield url
-    remove_url(url)
+    Storage(url).remove("")
 
 
 def all_files(storage: Storage) -> list[str]:
@@ -162,23 +163,37 @@ def test_remove_files_and_trees_and_ignore_missing(kind, tmp_path, memory_url):
 
 
 @pytest.mark.parametrize("kind", ["local", "memory"])
-def test_read_url_and_remove_url_take_url_of(kind, tmp_path, memory_url):
+def test_read_url_and_discard_take_url_of(kind, tmp_path, memory_url):
     storage = Storage(str(tmp_path) if kind == "local" else memory_url)
     storage.write_bytes("chk-1/_metadata", b"meta")
     storage.write_bytes("chk-1/own", b"own")
     assert read_url(storage.url_of("chk-1/_metadata")) == b"meta"
-    remove_url(storage.url_of("chk-1"))
-    assert not storage.exists("chk-1")
-    remove_url(storage.url_of("chk-1"))  # idempotent
+    storage.discard(storage.url_of("chk-1/own"))
+    assert storage.list("chk-1") == ["_metadata"]
+    storage.discard(storage.url_of("chk-1/own"))  # idempotent
     with pytest.raises(FileNotFoundError):
-        read_url(storage.url_of("chk-1/_metadata"))
+        read_url(storage.url_of("chk-1/own"))
 
 
 def test_read_url_accepts_a_plain_local_path(tmp_path):
     (tmp_path / "f").write_bytes(b"plain")
     assert read_url(str(tmp_path / "f")) == b"plain"
-    remove_url(str(tmp_path / "f"))
-    assert not (tmp_path / "f").exists()
+
+
+@pytest.mark.parametrize(
+    "outside",
+    ["{tmp}/other/f", "{tmp}/shared-but-not-under/f", "{tmp}/shared", "memory://{tmp}/shared/f"],
+)
+def test_discard_refuses_urls_outside_its_tree(tmp_path, outside):
+    storage = Storage(f"file://{tmp_path}/shared")
+    victim = tmp_path / "other" / "f"
+    victim.parent.mkdir()
+    victim.write_text("not the job's")
+    url = outside.format(tmp=tmp_path)
+    assert storage.relative_of(url) is None
+    with pytest.raises(ValueError, match="not deleting"):
+        storage.discard(url)
+    assert victim.exists()
 
 
 def test_is_writable(tmp_path, memory_url):

@@ -25,7 +25,7 @@ from typing import Any
 from fsspec.core import url_to_fs
 from pyspark import cloudpickle
 
-from lockgate.checkpoint.storage import Storage, remove_url
+from lockgate.checkpoint.storage import Storage
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
@@ -318,7 +318,7 @@ class Epoch:
             c.checkpointed = c.state.referenced_files()
         needed = c.state.referenced_files() | c.checkpointed
         for url in c.written - needed:
-            remove_url(url)
+            c.files.discard(url)
         c.written &= needed
         [keyed] = [ack for ack in acks if ack.vertex == c.counter.id]
         return keyed

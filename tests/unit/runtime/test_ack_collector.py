@@ -33,6 +33,10 @@ def job():
     return build_job_graph(env._transformations, 2, 128)
 
 
+def state_files(tmp_path) -> Storage:
+    return Storage(f"file://{tmp_path}")
+
+
 @pytest.fixture
 def work(tmp_path) -> Storage:
     return Storage(f"file://{tmp_path}/work")
@@ -72,10 +76,10 @@ def epoch_with_two_keyed_attempts(work, job) -> None:
     write_ack(work, keyed.id, 0, "k0-b", read_b)  # the zombie, written last
 
 
-def test_the_attempts_whose_output_was_used_are_accepted(work, job):
+def test_the_attempts_whose_output_was_used_are_accepted(work, job, tmp_path):
     epoch_with_two_keyed_attempts(work, job)
     source, keyed = job.vertices
-    collector = AckCollector(job, work, ACKS, EPOCH)
+    collector = AckCollector(job, work, state_files(tmp_path), ACKS, EPOCH)
     acks = collector.accepted(RUN, {(keyed.id, 0): {"k0-a"}, (keyed.id, 1): {"k1-a"}})
     assert [(a.vertex, a.subtask, a.attempt) for a in acks] == [
         (source.id, 0, "s0-a"),
@@ -85,33 +89,33 @@ def test_the_attempts_whose_output_was_used_are_accepted(work, job):
     ]
 
 
-def test_an_epoch_resting_on_two_attempts_of_one_subtask_fails(work, job):
+def test_an_epoch_resting_on_two_attempts_of_one_subtask_fails(work, job, tmp_path):
     epoch_with_two_keyed_attempts(work, job)
     _, keyed = job.vertices
-    collector = AckCollector(job, work, ACKS, EPOCH)
+    collector = AckCollector(job, work, state_files(tmp_path), ACKS, EPOCH)
     with pytest.raises(JobExecutionError, match="outputs of 2 attempts of subtask 0 of"):
         collector.accepted(RUN, {(keyed.id, 0): {"k0-b"}, (keyed.id, 1): {"k1-a"}})
 
 
-def test_a_missing_ack_of_a_used_attempt_names_the_file(work, job):
+def test_a_missing_ack_of_a_used_attempt_names_the_file(work, job, tmp_path):
     _, keyed = job.vertices
-    collector = AckCollector(job, work, ACKS, EPOCH)
+    collector = AckCollector(job, work, state_files(tmp_path), ACKS, EPOCH)
     with pytest.raises(JobExecutionError, match=r"finished without acknowledging .*1-0-k0-a"):
         collector.accepted(RUN, {(keyed.id, 0): {"k0-a"}, (keyed.id, 1): {"k1-a"}})
 
 
-def test_an_ack_of_another_run_is_rejected_naming_the_file(work, job):
+def test_an_ack_of_another_run_is_rejected_naming_the_file(work, job, tmp_path):
     _, keyed = job.vertices
     write_ack(work, keyed.id, 0, "k0-a", run="job#7")
-    collector = AckCollector(job, work, ACKS, EPOCH)
+    collector = AckCollector(job, work, state_files(tmp_path), ACKS, EPOCH)
     with pytest.raises(JobExecutionError, match=r"acknowledgement .*1-0-k0-a.json acknowledges"):
         collector.accepted(RUN, {(keyed.id, 0): {"k0-a"}})
 
 
-def test_a_damaged_ack_is_rejected_naming_the_file(work, job):
+def test_a_damaged_ack_is_rejected_naming_the_file(work, job, tmp_path):
     _, keyed = job.vertices
     work.create(ack_name(ACKS, keyed.id, 0, "k0-a"), b'{"format": "lockgate-subtask-ack", "ver')
-    collector = AckCollector(job, work, ACKS, EPOCH)
+    collector = AckCollector(job, work, state_files(tmp_path), ACKS, EPOCH)
     with pytest.raises(JobExecutionError, match=r"1-0-k0-a.json is not JSON"):
         collector.accepted(RUN, {(keyed.id, 0): {"k0-a"}})
 
@@ -134,8 +138,27 @@ def test_losing_attempts_state_files_are_deleted_unless_needed(work, job, tmp_pa
     source_edge = keyed.inputs[0].id
     read_b = {f"{source_edge}/0": "s0-b", f"{source_edge}/1": "s1-b"}
     write_ack(work, keyed.id, 0, "k0-b", read_b, state=state("loser.lgks", "shared.lgks"))
-    collector = AckCollector(job, work, ACKS, EPOCH)
+    collector = AckCollector(job, work, state_files(tmp_path), ACKS, EPOCH)
     collector.accepted(RUN, {(keyed.id, 0): {"k0-a"}, (keyed.id, 1): {"k1-a"}})
     collector.discard_losers(lambda: {f"file://{files['shared.lgks']}"})
     assert not files["loser.lgks"].exists()
     assert files["shared.lgks"].exists() and files["winner.lgks"].exists()
+
+
+def test_a_losing_ack_naming_a_file_outside_the_state_directory_deletes_nothing(
+    work, job, tmp_path
+):
+    _, keyed = job.vertices
+    outside = tmp_path / "elsewhere" / "precious.txt"
+    outside.parent.mkdir()
+    outside.write_text("not the job's")
+    epoch_with_two_keyed_attempts(work, job)
+    work.remove(ack_name(ACKS, keyed.id, 0, "k0-b"))
+    source_edge = keyed.inputs[0].id
+    read_b = {f"{source_edge}/0": "s0-b", f"{source_edge}/1": "s1-b"}
+    foreign = {"backend": "hashmap", "kinds": {}, "groups": {"0": [f"file://{outside}", 0, 1, 0]}}
+    write_ack(work, keyed.id, 0, "k0-b", read_b, state=foreign)
+    collector = AckCollector(job, work, Storage(f"file://{tmp_path}/state"), ACKS, EPOCH)
+    collector.accepted(RUN, {(keyed.id, 0): {"k0-a"}, (keyed.id, 1): {"k1-a"}})
+    collector.discard_losers(set)
+    assert outside.exists()
