@@ -182,14 +182,10 @@ def decode(data: bytes, path: str) -> CheckpointMetadata:
     version = envelope.get("version")
     if version != VERSION:
         why = _OLDER_VERSIONS.get(version) if isinstance(version, int) else None
+        older = f" (an older lockgate's, which {why})" if why else ""
         raise CheckpointFormatError(
-            f"checkpoint metadata {path} has format version {version!r}; this lockgate reads "
-            f"version {VERSION}"
-            + (
-                f" (version {version}, of an older lockgate, {why}; it cannot be restored)"
-                if why
-                else ""
-            )
+            f"checkpoint metadata {path} has format version {version!r}{older}; this lockgate "
+            f"reads version {VERSION}"
         )
     body = envelope.get("body")
     if not isinstance(body, dict) or hashlib.sha256(_canonical(body)).hexdigest() != envelope.get(

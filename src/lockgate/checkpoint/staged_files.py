@@ -18,16 +18,13 @@ not killed yet may still create the file it recorded.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fsspec.core import url_to_fs
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-
-log = logging.getLogger("lockgate")
 
 FORMAT = "lockgate-staged-files"
 VERSION = 1
@@ -88,10 +85,7 @@ class StagingLog:
         self.record = StagedFiles(epoch, vertex, subtask, attempt, ())
 
     def stage(self, url: str) -> None:
-        record = self.record
-        self.record = StagedFiles(
-            record.epoch, record.vertex, record.subtask, record.attempt, (*record.files, url)
-        )
+        self.record = replace(self.record, files=(*self.record.files, url))
         self.storage.write_json(self.record.name, self.record.to_json())
 
 

@@ -246,28 +246,32 @@ class JobMaster:
             self.summary.finished = time.monotonic()
             self.summary.checkpoints = list(self.coordinator.history)
             graph.destroy()
-            self._abort_staged_at_end()
+            self._abort_staged(self.staged, self.coordinator.latest or self.recovered_from)
             if self.coordinator.shutdown(status):
                 self.state.manifests = {}  # only the retained checkpoints' files stay
                 self._sweep_state_files()
             self.work.remove("")
             self._remove_local_dirs()
 
-    def _abort_staged_at_end(self) -> None:
-        """Delete staged files that will never be committed: all of them once the final
-        checkpoint committed; otherwise all but those the latest checkpoint still commits
-        on a resume (its committables, committed already unless that commit failed)."""
-        latest = self.coordinator.latest
+    def _abort_staged(
+        self,
+        registry: StagedFilesRegistry,
+        checkpoint: CompletedCheckpoint | None,
+        forget: bool = True,
+    ) -> None:
+        """Delete what tasks staged that will never be committed: everything but the staged
+        files of the committables of ``checkpoint``, the one the job stands on (committed
+        already, unless that commit failed and a resume must do it again)."""
         keep = (
             {
                 url
-                for committer, committable in self.state.committables(latest.metadata)
+                for committer, committable in self.state.committables(checkpoint.metadata)
                 for url in committer.staged_files(committable)
             }
-            if latest is not None
+            if checkpoint is not None
             else set()
         )
-        self.staged.abort_all(keep)
+        registry.abort_all(keep, forget)
 
     def _recover(self, restore, failure: BaseException | None = None) -> None:
         """Ask the restart strategy, then restore; a failed restore is a failure too."""
@@ -291,17 +295,13 @@ class JobMaster:
             except RECOVERABLE as exc:
                 failure = exc
 
-    def _inject(self, point: str, number: int) -> None:
+    def _inject(self, point: str, number: int, failure: type[Exception] = InjectedFailure) -> None:
         if (point, number) in self.injections:
             self.injections.discard((point, number))  # once
-            raise InjectedFailure(f"injected failure at {point} ({number})")
+            raise failure(f"injected failure at {point} ({number})")
 
     def _inject_metadata_write(self, checkpoint_id: int) -> None:
-        if ("metadata-write", checkpoint_id) in self.injections:
-            self.injections.discard(("metadata-write", checkpoint_id))
-            raise InjectedStorageFailure(
-                f"injected failure writing the _metadata of checkpoint {checkpoint_id}"
-            )
+        self._inject("metadata-write", checkpoint_id, InjectedStorageFailure)
 
     # One epoch -----------------------------------------------------------------------------
 
@@ -373,10 +373,9 @@ class JobMaster:
         self.work.remove(ack_dir)
         written = sum(ack.state["bytes_written"] for ack in acks if ack.state)
         self.written_since_checkpoint += written
+        owned = self.state_files.relative_of  # only the job's own files are its to delete
         for ack in acks:
             if ack.state:
-                # only files in this job's state directory are ever the driver's to delete
-                owned = self.state_files.relative_of
                 self.written_files.update(u for u in manifests.files(ack.state) if owned(u))
         self.held_results.extend(output.collected)
         if not self.commits_on_checkpoint:
@@ -532,11 +531,12 @@ class JobMaster:
                 committer.commit(committable)  # idempotent: some were committed before
             self.rewrite_all = foreign
             if foreign and checkpoint.path is not None:
-                # What the other run staged after this checkpoint will never be committed;
-                # its records stay (its directory is not ours).
+                # What the other run staged after this checkpoint; its records stay (its
+                # directory is not ours).
                 old_root = Storage(checkpoint.path.rstrip("/").rpartition("/")[0])
-                StagedFilesRegistry(old_root.child("staging")).abort_all(set(), forget=False)
-        self.staged.abort_all(set())
+                old_staging = StagedFilesRegistry(old_root.child("staging"))
+                self._abort_staged(old_staging, checkpoint, forget=False)
+        self._abort_staged(self.staged, checkpoint)
         self.accepted.clear()
         self._sweep_state_files()
 
