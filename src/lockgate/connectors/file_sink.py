@@ -117,20 +117,19 @@ class FileCommitter(Committer):
     """Commits the FileSink's pending part files on the driver."""
 
     def commit(self, committable: Any) -> None:
-        commit_part(committable)
+        commit_part(PartCommittable.from_json(committable))
 
     def staged_files(self, committable: Any) -> list[str]:
         return [PartCommittable.from_json(committable).pending]
 
 
-def commit_part(raw: Any) -> None:
+def commit_part(part: PartCommittable) -> None:
     """Make one pending part file visible; safe to repeat (Flink's committers must be).
 
     Never replaces a file: if the final name exists, it must be this very part (committed
     before, its pending file not yet removed; or a copy of it cut short on a file system that
     copies to rename), otherwise the commit fails naming the file.
     """
-    part = PartCommittable.from_json(raw)
     fs, pending = url_to_fs(part.pending)
     _, final = url_to_fs(part.final)
     if fs.exists(pending):
@@ -231,8 +230,10 @@ class FileSinkWriter(Operator):
         name = f"{settings.part_prefix}-{self.writer_id}-{self.next_part}"
         self.next_part += 1
         path = f"{directory}/.{name}{settings.part_suffix}.inprogress.{uuid.uuid4().hex}"
-        if self.ctx.staging is not None:
-            self.ctx.staging.stage(self.fs.unstrip_protocol(path))  # before it exists
+        staging = self.ctx.staging
+        if staging is None:
+            raise RuntimeError("a FileSink part file opened outside an epoch (no staging log)")
+        staging.stage(self.fs.unstrip_protocol(path))  # recorded before it exists
         self.fs.makedirs(directory, exist_ok=True)
         part = _PartFile(
             self.fs.open(path, "wb"), path, f"{directory}/{name}{settings.part_suffix}"
@@ -266,7 +267,7 @@ class FileSinkWriter(Operator):
             self._roll(bucket)
         if not self.ctx.commit_on_checkpoint:
             for part in self.pending:
-                commit_part(part.to_json())
+                commit_part(part)
             self.pending.clear()
 
 
