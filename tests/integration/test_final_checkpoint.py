@@ -67,9 +67,6 @@ def test_a_failed_checkpoint_before_the_end_is_tolerated(make_env, tmp_path):
     result = env.execute("a tolerated checkpoint failure")
     assert (3, 3, "FAILED") in statuses(result), statuses(result)
     assert result.restarts == 0
-    assert not (tmp_path / "checkpoints").exists() or not list(
-        (tmp_path / "checkpoints").glob("*/chk-3")
-    ), "a failed checkpoint leaves no chk directory behind"
     assert_committed_output_exact(tmp_path / "out", 3)
 
 
