@@ -62,7 +62,7 @@ from lockgate.datastream.state_backend import (
     HashMapStateBackend,
     StateBackend,
 )
-from lockgate.runtime.spark_session import get_or_create_session
+from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 
 # Measured on a 2-core machine (local[2], 1M events, 10k keys): the source at parallelism 2
 # ran 1.3-1.5x faster than at 1, since the source's work is split over both cores and

@@ -10,7 +10,7 @@ import pytest
 
 from lockgate.common import Configuration
 from lockgate.datastream import StreamExecutionEnvironment
-from lockgate.runtime.spark_session import get_or_create_session
+from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 
 SPARK_CONF = {
     "spark.master": "local[2,2]",

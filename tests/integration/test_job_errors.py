@@ -12,7 +12,7 @@ from lockgate.common import Configuration, ConfigurationError, RestartStrategies
 from lockgate.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.runtime.errors import JobExecutionError
-from lockgate.runtime.job_state import JobState
+from lockgate.runtime.jobmaster.job_state import JobState
 
 
 class ParseAmount(MapFunction):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lockgate.common.types import Row
 from lockgate.datastream.functions import KeyedProcessFunction, ProcessFunction
 from lockgate.graph.transformations import REBALANCE, Partitioning, Transformation
-from lockgate.runtime.operators import OperatorSpec
+from lockgate.runtime.taskexecutor.operators import OperatorSpec
 
 if TYPE_CHECKING:
     from lockgate.datastream.stream_execution_environment import StreamExecutionEnvironment

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from lockgate.runtime.context import (
+from lockgate.runtime.taskexecutor.context import (
     KeyedProcessContext,
     ProcessContext,
     SubtaskRuntimeContext,

@@ -18,8 +18,8 @@ from lockgate.datastream.data_stream import CloseableIterator, DataStream
 from lockgate.datastream.state_backend import StateBackend
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.graph.transformations import Transformation
-from lockgate.runtime.job_master import CheckpointStats, EpochStats, JobMaster
-from lockgate.runtime.spark_session import get_or_create_session
+from lockgate.runtime.jobmaster.job_master import CheckpointStats, EpochStats, JobMaster
+from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 
 
 class RuntimeExecutionMode(Enum):

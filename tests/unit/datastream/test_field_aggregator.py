@@ -9,7 +9,7 @@ import pytest
 
 from lockgate.common import Row
 from lockgate.datastream.data_stream import FieldAggregator
-from lockgate.runtime.operators import OperatorContext, OperatorSpec
+from lockgate.runtime.taskexecutor.operators import OperatorContext, OperatorSpec
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.key_groups import KeyGroupRange
 

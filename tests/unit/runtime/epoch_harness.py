@@ -29,11 +29,11 @@ from lockgate.checkpoint.storage import Storage
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
-from lockgate.runtime import epoch_task
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
-from lockgate.runtime.epoch_task import EpochTask
-from lockgate.runtime.job_state import JobState
+from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend
+from lockgate.runtime.taskexecutor import epoch_task
+from lockgate.runtime.taskexecutor.epoch_task import EpochTask
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_for_hash, key_group_range
 from lockgate.state.key_hash import stable_key_hash

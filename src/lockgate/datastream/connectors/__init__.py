@@ -1,6 +1,6 @@
 """Connectors at PyFlink's paths (``pyflink.datastream.connectors``)."""
 
-from lockgate.runtime.operators import OperatorSpec
+from lockgate.runtime.taskexecutor.operators import OperatorSpec
 
 
 class DiscardingSink:

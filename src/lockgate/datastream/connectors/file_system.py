@@ -7,7 +7,7 @@ from lockgate.common.time import Duration
 from lockgate.connectors.file_sink import BucketAssigner as SinkBuckets
 from lockgate.connectors.file_sink import FileCommitter, FileSinkSettings, file_sink_writer
 from lockgate.connectors.file_source import TextLineFileSource
-from lockgate.runtime.operators import OperatorSpec
+from lockgate.runtime.taskexecutor.operators import OperatorSpec
 
 
 class StreamFormat:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pickle import HIGHEST_PROTOCOL, dumps
 from typing import Any
 
-from lockgate.runtime.operators import Operator, OperatorContext, resolve_callable
+from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, resolve_callable
 from lockgate.state.key_groups import murmur_hash
 from lockgate.state.key_hash import stable_key_hash
 

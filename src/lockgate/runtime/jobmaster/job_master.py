@@ -39,18 +39,18 @@ from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage, is_writable
 from lockgate.common import config_options as options
 from lockgate.common.records import RecordFormatError
-from lockgate.runtime.ack_collector import AckCollector
 from lockgate.runtime.acknowledgement import SubtaskAck
-from lockgate.runtime.epoch_cap import EpochCap
-from lockgate.runtime.epoch_job import EpochJob, EpochTimeout, reports_attempt
-from lockgate.runtime.epoch_task import EpochTask
 from lockgate.runtime.errors import InjectedFailure, InjectedStorageFailure, JobExecutionError
-from lockgate.runtime.job_state import JobState
+from lockgate.runtime.jobmaster.ack_collector import AckCollector
+from lockgate.runtime.jobmaster.epoch_cap import EpochCap
+from lockgate.runtime.jobmaster.epoch_job import EpochJob, EpochTimeout, reports_attempt
+from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.progress import EpochProgress
+from lockgate.runtime.jobmaster.restart import now_ms, restart_strategy
+from lockgate.runtime.jobmaster.spark_errors import job_failure
+from lockgate.runtime.jobmaster.spark_session import check_session
 from lockgate.runtime.keyed_state import KeyedStateSettings
-from lockgate.runtime.progress import EpochProgress
-from lockgate.runtime.restart import now_ms, restart_strategy
-from lockgate.runtime.spark_errors import job_failure
-from lockgate.runtime.spark_session import check_session
+from lockgate.runtime.taskexecutor.epoch_task import EpochTask
 from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")

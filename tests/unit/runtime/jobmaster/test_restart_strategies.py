@@ -10,8 +10,8 @@ import pytest
 from lockgate.common import Configuration, ConfigurationError, RestartStrategies
 from lockgate.common import config_options as options
 from lockgate.datastream import StreamExecutionEnvironment
-from lockgate.runtime import restart
-from lockgate.runtime.restart import (
+from lockgate.runtime.jobmaster import restart
+from lockgate.runtime.jobmaster.restart import (
     ExponentialDelay,
     FailureRate,
     FixedDelay,

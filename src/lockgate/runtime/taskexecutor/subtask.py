@@ -13,10 +13,15 @@ from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
-from lockgate.runtime.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
-from lockgate.runtime.context import SubtaskRuntimeContext
 from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend, snapshot_backend
-from lockgate.runtime.operators import Operator, OperatorContext, _drop, resolve_callable
+from lockgate.runtime.taskexecutor.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
+from lockgate.runtime.taskexecutor.context import SubtaskRuntimeContext
+from lockgate.runtime.taskexecutor.operators import (
+    Operator,
+    OperatorContext,
+    _drop,
+    resolve_callable,
+)
 from lockgate.state.key_groups import key_group_range
 
 BatchConsumer = Callable[[list[Any]], None]

@@ -16,7 +16,7 @@ from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.connectors.file_system import FileSink
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck
-from lockgate.runtime.job_state import JobState
+from lockgate.runtime.jobmaster.job_state import JobState
 
 PATH = "file:///ckpts/job/chk-3"
 DATA = list(range(10))

@@ -14,8 +14,12 @@ from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
-from lockgate.runtime.context import KeyedProcessContext, ProcessContext, SubtaskRuntimeContext
 from lockgate.runtime.errors import UserFunctionError, preview
+from lockgate.runtime.taskexecutor.context import (
+    KeyedProcessContext,
+    ProcessContext,
+    SubtaskRuntimeContext,
+)
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state.descriptors import ReducingStateDescriptor
 

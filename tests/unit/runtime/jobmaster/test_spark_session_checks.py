@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lockgate.common.config_options import ConfigurationError
-from lockgate.runtime.spark_session import check_session
+from lockgate.runtime.jobmaster.spark_session import check_session
 
 
 @pytest.mark.parametrize("value", ["true", "TRUE", " true "])

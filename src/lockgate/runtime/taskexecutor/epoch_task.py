@@ -24,8 +24,8 @@ from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.keyed_state import KeyedStateSettings
-from lockgate.runtime.operators import ATTEMPT_TAG
-from lockgate.runtime.subtask import Subtask
+from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
+from lockgate.runtime.taskexecutor.subtask import Subtask
 
 _SOURCE_CHUNK = 4096
 _JOBS_KEPT = 2

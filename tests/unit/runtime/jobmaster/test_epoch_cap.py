@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lockgate.runtime.epoch_cap import EpochCap
+from lockgate.runtime.jobmaster.epoch_cap import EpochCap
 
 
 def test_a_timeout_halves_the_cap_down_to_one():

@@ -17,8 +17,8 @@ from typing import Any
 from pyspark import SparkContext, StorageLevel
 from pyspark.rdd import RDD
 
-from lockgate.runtime.epoch_task import EpochTask
-from lockgate.runtime.operators import ATTEMPT_TAG
+from lockgate.runtime.taskexecutor.epoch_task import EpochTask
+from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 
 
 class EpochTimeout(RuntimeError):
