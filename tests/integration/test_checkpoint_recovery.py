@@ -446,7 +446,7 @@ def run_observing_checkpoints(make_env, tmp_path: Path, incremental: bool, paral
                 for operator in checkpoint.metadata.operators.values():
                     for subtask in operator.subtasks:
                         keyed = subtask.keyed
-                        assert keyed is None or keyed["backend"] == "rocksdb", keyed
+                        assert keyed is None or keyed.backend == "rocksdb", keyed
                 files[chk.name] = checkpoint.files()
             referenced = {url_path(url) for urls in files.values() for url in urls}
             missing = sorted(str(p) for p in referenced if not p.exists())

@@ -79,13 +79,14 @@ class CheckpointCoordinator:
 
     def due(self, end_of_input: bool) -> bool:
         """Whether the epoch about to run ends with a checkpoint."""
-        if not self.settings.enabled:
+        interval_ms = self.settings.interval_ms
+        if interval_ms is None:
             return False
         if end_of_input:
             return True  # a finished bounded job's final checkpoint commits all output
         now = time.monotonic()
         return (
-            now - self.last_trigger >= self.settings.interval_ms / 1000
+            now - self.last_trigger >= interval_ms / 1000
             and now - self.last_completion >= self.settings.min_pause_ms / 1000
         )
 
@@ -169,15 +170,15 @@ class CheckpointCoordinator:
         )
         return self.consecutive_failures > self.settings.tolerable_failures
 
-    def subsume(self) -> None:
-        """Drop checkpoints beyond the retained count."""
+    def subsume(self) -> list[CompletedCheckpoint]:
+        """Drop checkpoints beyond the retained count; returns them (their shared files are
+        the SharedStateRegistry's to delete)."""
+        dropped = []
         while len(self.retained) > self.settings.num_retained:
-            dropped = self.retained.pop(0)
+            dropped.append(self.retained.pop(0))
             if self.job_root is not None:
-                self.job_root.remove(f"chk-{dropped.id}")
-
-    def referenced_files(self) -> set[str]:
-        return {url for checkpoint in self.retained for url in checkpoint.files()}
+                self.job_root.remove(f"chk-{dropped[-1].id}")
+        return dropped
 
     def shutdown(self, status: str) -> bool:
         """Apply Flink's retention when the job ends (FINISHED, CANCELED or FAILED).

@@ -21,6 +21,7 @@ from typing import Any
 
 from lockgate.common.records import RecordFormatError, field
 from lockgate.state import manifests
+from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
 
 FORMAT = "lockgate-checkpoint"
 VERSION = 2
@@ -35,14 +36,14 @@ class CheckpointFormatError(ValueError):
 class OperatorSubtaskState:
     index: int
     operator_state: Any  # what the operator's snapshot_state returned (JSON), or None
-    keyed: dict[str, Any] | None  # keyed-state manifest of a keyed operator
+    keyed: KeyedStateManifest | None  # of a keyed operator
     key_groups: tuple[int, int] | None  # inclusive key-group range of a keyed operator
 
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "operator_state": self.operator_state,
-            "keyed": self.keyed,
+            "keyed": self.keyed.to_json() if self.keyed is not None else None,
             "key_groups": list(self.key_groups) if self.key_groups is not None else None,
         }
 
@@ -50,17 +51,18 @@ class OperatorSubtaskState:
     def from_json(raw: Any, where: str) -> OperatorSubtaskState:
         if not isinstance(raw, dict):
             raise RecordFormatError(f"{where} is not an object")
-        key_groups = field(raw, "key_groups", (list, type(None)), where)
+        key_groups: list[Any] | None = field(raw, "key_groups", (list, type(None)), where)
         if key_groups is not None and (
             len(key_groups) != 2 or not all(isinstance(k, int) for k in key_groups)
         ):
             raise RecordFormatError(f"{where}: field 'key_groups' is not [start, end]")
+        keyed: dict[str, Any] | None = field(raw, "keyed", (dict, type(None)), where)
         if "operator_state" not in raw:
             raise RecordFormatError(f"{where} lacks the field 'operator_state'")
         return OperatorSubtaskState(
             field(raw, "index", int, where),
             raw["operator_state"],
-            field(raw, "keyed", (dict, type(None)), where),
+            manifest_from_json(keyed, where) if keyed is not None else None,
             (key_groups[0], key_groups[1]) if key_groups is not None else None,
         )
 
@@ -137,7 +139,7 @@ class CheckpointMetadata:
         for operator in self.operators.values():
             for subtask in operator.subtasks:
                 if subtask.keyed:
-                    yield from manifests.files(subtask.keyed)
+                    yield from manifests.urls(subtask.keyed)
 
     def map_files(self, mapping: Callable[[str], str]) -> CheckpointMetadata:
         """A copy with every state file path passed through ``mapping``."""
@@ -145,7 +147,7 @@ class CheckpointMetadata:
             uid: replace(
                 operator,
                 subtasks=tuple(
-                    replace(s, keyed=manifests.map_urls(s.keyed, mapping)) if s.keyed else s
+                    replace(s, keyed=s.keyed.map_urls(mapping)) if s.keyed else s
                     for s in operator.subtasks
                 ),
             )

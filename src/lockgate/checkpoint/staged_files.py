@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from fsspec.core import url_to_fs
 
@@ -45,7 +46,7 @@ class StagedFiles:
     def name(self) -> str:
         return record_name(self.epoch, self.vertex, self.subtask, self.attempt)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return envelope(
             FORMAT,
             VERSION,

@@ -23,18 +23,13 @@ class Storage:
         self.fs, self.root = url_to_fs(self.url)
         self.root = self.root.rstrip("/")
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"url": self.url}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"])
-
     def path(self, relative: str) -> str:
         return f"{self.root}/{relative}" if relative else self.root
 
     def url_of(self, relative: str) -> str:
         """A URL of the file that any process can open, whatever its working directory."""
-        return self.fs.unstrip_protocol(self.path(relative))
+        url: str = self.fs.unstrip_protocol(self.path(relative))
+        return url
 
     def child(self, relative: str) -> Storage:
         return Storage(f"{self.url}/{relative}")
@@ -97,7 +92,8 @@ class Storage:
         self.fs.mv(temporary, target)
 
     def read_bytes(self, relative: str) -> bytes:
-        return self.fs.cat_file(self.path(relative))
+        data: bytes = self.fs.cat_file(self.path(relative))
+        return data
 
     def write_json(self, relative: str, value: Any) -> None:
         self.write_bytes(relative, json.dumps(value, separators=(",", ":")).encode())
@@ -106,7 +102,7 @@ class Storage:
         return json.loads(self.read_bytes(relative))
 
     def exists(self, relative: str) -> bool:
-        return self.fs.exists(self.path(relative))
+        return bool(self.fs.exists(self.path(relative)))
 
     def remove(self, relative: str) -> None:
         path = self.path(relative)
@@ -115,8 +111,8 @@ class Storage:
 
     def relative_of(self, url: str) -> str | None:
         """The path of ``url`` relative to this tree, or None when it lies outside it."""
-        fs, path = url_to_fs(url)
-        path = path.rstrip("/")
+        fs, found = url_to_fs(url)
+        path: str = found.rstrip("/")
         if type(fs) is not type(self.fs) or not path.startswith(self.root + "/"):
             return None
         return path[len(self.root) + 1 :]
@@ -140,7 +136,8 @@ class Storage:
 
 def read_url(url: str) -> bytes:
     fs, path = url_to_fs(url)
-    return fs.cat_file(path)
+    data: bytes = fs.cat_file(path)
+    return data
 
 
 def download_url(url: str, local_path: str, link: bool) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -271,7 +272,7 @@ class FileSinkWriter(Operator):
             self.pending.clear()
 
 
-def file_sink_writer(settings: FileSinkSettings):
+def file_sink_writer(settings: FileSinkSettings) -> Callable[[OperatorContext], FileSinkWriter]:
     def create(ctx: OperatorContext) -> FileSinkWriter:
         return FileSinkWriter(ctx, settings)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import suppress
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
@@ -18,7 +19,12 @@ from lockgate.datastream.data_stream import CloseableIterator, DataStream
 from lockgate.datastream.state_backend import StateBackend
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.graph.transformations import Transformation
-from lockgate.runtime.jobmaster.job_master import CheckpointStats, EpochStats, JobMaster
+from lockgate.runtime.jobmaster.job_master import (
+    CheckpointStats,
+    EpochStats,
+    JobMaster,
+)
+from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 
 
@@ -195,7 +201,10 @@ class StreamExecutionEnvironment:
             self.get_parallelism(),
             max_parallelism if max_parallelism > 0 else None,
         )
-        return JobMaster(session, job, config, job_name or "lockgate job")
+        # a SparkContext does not start without spark.master, so its master is set
+        master = cast(str, session.sparkContext.master)
+        settings = JobSettings.resolve(config, job_name or "lockgate job", master)
+        return JobMaster(session, job, settings)
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
         master = self._job_master(job_name)
@@ -222,7 +231,8 @@ class StreamExecutionEnvironment:
 
         def close() -> None:
             master.cancel()
-            if not epochs.gi_running:  # otherwise the running loop stops after its epoch
+            # ValueError: the loop is running in another thread; it stops after its epoch
+            with suppress(ValueError):
                 epochs.close()
 
         return CloseableIterator(records(), close)

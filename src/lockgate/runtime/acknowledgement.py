@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.state.manifests import KeyedStateSnapshot
 
 FORMAT = "lockgate-subtask-ack"
-VERSION = 1
+VERSION = 2
 
 
 def ack_name(ack_dir: str, vertex: int, subtask: int, attempt: str) -> str:
@@ -35,7 +36,7 @@ class SubtaskAck:
     attempt: str  # names the attempt's files and the subtask version it leaves behind
     records_in: int
     source_progress: dict[str, Any]  # split -> position reached (source subtasks)
-    state: dict[str, Any] | None  # the keyed-state snapshot report (keyed subtasks)
+    state: KeyedStateSnapshot | None  # keyed subtasks
     operators: dict[str, Any]  # operator uid -> operator state
     restored: bool  # rebuilt from files rather than found live in the worker
     duration_ms: float
@@ -53,7 +54,7 @@ class SubtaskAck:
                 "attempt": self.attempt,
                 "records_in": self.records_in,
                 "source_progress": self.source_progress,
-                "state": self.state,
+                "state": self.state.to_json() if self.state is not None else None,
                 "operators": self.operators,
                 "restored": self.restored,
                 "duration_ms": self.duration_ms,
@@ -65,6 +66,7 @@ class SubtaskAck:
     def from_json(raw: Any, where: str) -> SubtaskAck:
         body = open_envelope(raw, FORMAT, VERSION, where)
         consumed = field(body, "consumed", dict, where)
+        state: dict[str, Any] | None = field(body, "state", (dict, type(None)), where)
         if not all(isinstance(v, str) for v in consumed.values()):
             raise RecordFormatError(f"{where}: field 'consumed' must map channels to attempts")
         return SubtaskAck(
@@ -75,7 +77,7 @@ class SubtaskAck:
             attempt=field(body, "attempt", str, where),
             records_in=field(body, "records_in", int, where),
             source_progress=field(body, "source_progress", dict, where),
-            state=field(body, "state", (dict, type(None)), where),
+            state=KeyedStateSnapshot.from_json(state, where) if state is not None else None,
             operators=field(body, "operators", dict, where),
             restored=field(body, "restored", bool, where),
             duration_ms=float(field(body, "duration_ms", (int, float), where)),

@@ -15,6 +15,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate.common.records import RecordFormatError
+
 MAGIC = b"LGKS"
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct(">4sHI")  # magic, version, header length
@@ -37,9 +39,15 @@ class GroupHandle:
         return [self.file, self.offset, self.length, self.crc]
 
     @staticmethod
-    def from_json(data: list[Any]) -> GroupHandle:
-        file, offset, length, crc = data
-        return GroupHandle(str(file), int(offset), int(length), int(crc))
+    def from_json(raw: Any, where: str) -> GroupHandle:
+        if not (
+            isinstance(raw, list)
+            and len(raw) == 4
+            and isinstance(raw[0], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in raw[1:])
+        ):
+            raise RecordFormatError(f"{where}: {raw!r:.80} is not [file, offset, length, crc]")
+        return GroupHandle(raw[0], raw[1], raw[2], raw[3])
 
 
 def encode(
@@ -85,4 +93,5 @@ def decode_group(data: bytes, handle: GroupHandle, key_group: int, path: str) ->
             f"state file {path}: key group {key_group} fails its checksum "
             f"(offset {handle.offset}, length {handle.length})"
         )
-    return pickle.loads(blob)
+    contents: dict[str, Any] = pickle.loads(blob)  # state name -> key -> value
+    return contents

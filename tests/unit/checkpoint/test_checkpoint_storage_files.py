@@ -3,7 +3,6 @@ that never leave the storage's own tree."""
 
 from __future__ import annotations
 
-import pickle
 import uuid
 
 import pytest
@@ -56,16 +55,6 @@ def test_child_is_a_storage_under_the_parent(memory_url):
     child.write_bytes("_metadata", b"m")
     assert parent.read_bytes("job/chk-1/_metadata") == b"m"
     assert child.url_of("_metadata") == parent.url_of("job/chk-1/_metadata")
-
-
-def test_a_storage_pickles_as_its_url_only(memory_url):
-    storage = Storage(memory_url)
-    storage.write_bytes("f", b"data")
-    assert storage.__getstate__() == {"url": memory_url}
-    clone = pickle.loads(pickle.dumps(storage))
-    assert clone.url == memory_url
-    assert clone.root == storage.root
-    assert clone.read_bytes("f") == b"data"
 
 
 # Writes -------------------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from lockgate.checkpoint.coordinator import (
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError, OperatorState, OperatorSubtaskState
 from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.state.manifests import HeapManifest
+from lockgate.state.snapshot import GroupHandle
 
 JOB = "0123456789abcdef"
 
@@ -72,7 +74,7 @@ def body_with(*files: tuple[str, int], uid: str = "keyedprocess-1") -> dict[str,
         OperatorSubtaskState(
             index,
             None,
-            {"kinds": {"count": "value"}, "groups": {str(index): [url, 0, size, 99]}},
+            HeapManifest({"count": "value"}, {index: GroupHandle(url, 0, size, 99)}),
             (index, index),
         )
         for index, (url, size) in enumerate(files)
@@ -255,7 +257,7 @@ def test_checkpoints_in_driver_memory_write_nothing(tmp_path, clock):
     assert coordinator.shutdown("FAILED") is False
 
 
-# subsume() and referenced_files() -----------------------------------------------------------------
+# subsume() -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("num_retained", [1, 2, 3])
@@ -284,19 +286,12 @@ def test_subsume_keeps_everything_up_to_the_retained_count(tmp_path, clock):
     assert coordinator.job_root.exists("chk-1/_metadata")
 
 
-def test_referenced_files_are_those_of_retained_checkpoints(tmp_path, clock):
+def test_subsume_returns_the_dropped_checkpoints(tmp_path, clock):
     coordinator = make(tmp_path, num_retained=2)
-    base = shared_file(coordinator, "base")
-    first = shared_file(coordinator, "first")
-    second = shared_file(coordinator, "second")
-    third = shared_file(coordinator, "third")
-    assert coordinator.referenced_files() == set()
-    coordinator.complete(1, body_with((base, 1), (first, 1)), clock.now, 0)
-    coordinator.complete(2, body_with((base, 1), (second, 1)), clock.now, 0)
-    assert coordinator.referenced_files() == {base, first, second}
-    coordinator.complete(3, body_with((base, 1), (third, 1)), clock.now, 0)
-    coordinator.subsume()
-    assert coordinator.referenced_files() == {base, second, third}
+    for epoch in (1, 2, 3):
+        coordinator.complete(epoch, body_with(), clock.now, 0)
+    assert [c.id for c in coordinator.subsume()] == [1]
+    assert coordinator.subsume() == []
 
 
 # failed() -----------------------------------------------------------------------------------------

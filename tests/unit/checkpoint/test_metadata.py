@@ -17,6 +17,8 @@ from lockgate.checkpoint.metadata import (
     decode,
     encode,
 )
+from lockgate.state.manifests import HeapManifest
+from lockgate.state.snapshot import GroupHandle
 
 PATH = "file:///ckpt/job-1/chk-7/_metadata"
 
@@ -34,7 +36,7 @@ BODY = CheckpointMetadata(
                 OperatorSubtaskState(
                     0,
                     {"ratio": 0.1, "flag": None},
-                    {"kinds": {"count": "value"}, "groups": {"3": ["shared/a/0/f1", 0, 17, 1]}},
+                    HeapManifest({"count": "value"}, {3: GroupHandle("shared/a/0/f1", 0, 17, 1)}),
                     (0, 63),
                 ),
             ),

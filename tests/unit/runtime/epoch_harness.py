@@ -1,8 +1,8 @@
 """Epochs of a small keyed job run in-process, without Spark (not a test module).
 
-``EpochTask`` is called directly. A *worker* (a Python worker process of an executor) is the
-dict of live subtasks that ``epoch_task._live`` holds; the harness swaps each worker's dict
-in around the tasks it runs there. A *host* is a RocksDB local directory: workers on one
+``EpochTask`` is called directly. A *worker* (a Python worker process of an executor) is a
+``SubtaskCache``; the harness swaps each worker's cache in as ``subtask_cache.WORKER_CACHE``
+around the tasks it runs there. A *host* is a RocksDB local directory: workers on one
 host share its local snapshots. The driver side follows ``JobMaster``: the attempt that ran
 last is the one accepted (as if Spark had used its output), and after an epoch the state
 files that the accepted acks wrote are deleted once neither the current manifests nor the
@@ -16,7 +16,6 @@ function that counts each key's records in a ValueState named "count" (and whate
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,13 +30,17 @@ from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
-from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend
-from lockgate.runtime.taskexecutor import epoch_task
-from lockgate.runtime.taskexecutor.epoch_task import EpochTask
+from lockgate.runtime.task_deployment import TaskDeploymentDescriptor
+from lockgate.runtime.taskexecutor import epoch_task, subtask_cache
+from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask
+from lockgate.runtime.taskexecutor.subtask_cache import SubtaskCache
 from lockgate.state import manifests
+from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_for_hash, key_group_range
 from lockgate.state.key_hash import stable_key_hash
+from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.rocksdb import RocksDBSettings
+from lockgate.state.snapshot_strategy import snapshot_strategy
 
 ROCKSDB = manifests.ROCKSDB
 HASHMAP = manifests.HASHMAP
@@ -48,6 +51,11 @@ SMALL_ROCKSDB = RocksDBSettings(write_buffer_bytes=1 << 20, block_cache_bytes=1 
 
 def first(record: tuple[Any, Any]) -> Any:
     return record[0]
+
+
+def state_files(state: JobState) -> set[str]:
+    """Every file the live state of the job's keyed subtasks names."""
+    return set().union(*state.subtask_files().values())
 
 
 class Count(KeyedProcessFunction):
@@ -108,7 +116,7 @@ class Cluster:
         backend: str = ROCKSDB,
         function: KeyedProcessFunction | None = None,
         job_id: str = "job",
-        workers: dict[str, OrderedDict] | None = None,
+        workers: dict[str, SubtaskCache] | None = None,
         then: Callable[[Any], Any] | None = None,
     ):
         self.root = root
@@ -126,13 +134,12 @@ class Cluster:
         self.state = JobState(self.job, backend)
         self.work = Storage(f"file://{root}/work")
         self.files = Storage(f"file://{root}/state")
-        self.workers: dict[str, OrderedDict] = {} if workers is None else workers
+        self.workers: dict[str, SubtaskCache] = {} if workers is None else workers
         self.generation = 0
         self.tries = 0
         self.written: set[str] = set()  # files of accepted acks (JobMaster.written_files)
         self.checkpointed: set[str] = set()  # files of the latest checkpoint
-        monkeypatch.setattr(epoch_task, "_live", OrderedDict())
-        monkeypatch.setattr(epoch_task, "_gc_frozen", True)  # no gc.freeze() in the tests
+        monkeypatch.setattr(subtask_cache, "WORKER_CACHE", SubtaskCache(freeze_gc=False))
         monkeypatch.setattr(epoch_task, "TaskContext", _TaskContext)
 
     @property
@@ -170,26 +177,33 @@ class Cluster:
         checkpoint: bool = False,
     ) -> tuple[list[Any], str]:
         """Runs one task; returns its output and its attempt."""
-        task = EpochTask(
-            run_id=self.run_id,
+        descriptor = TaskDeploymentDescriptor(
+            vertex=vertex.id,
+            source=vertex.is_source,
+            run=self.run_id,
             epoch=epoch,
             end_of_input=False,
-            vertex_id=vertex.id,
-            graph=self.graph,
-            work=self.work,
-            state=self.files,
-            staging=self.work.child("staging"),
-            keyed_state=self.settings(host),
             tag=tag,
             checkpoint=checkpoint,
             ack_dir=f"epochs/{tag}",
             committed_epoch=0,
             commit_on_checkpoint=False,
-            restore=self.state.restore_for(vertex, False),
+            reports_attempt=False,
+            inject_failure=False,
+            work_url=self.work.url,
+            state_url=self.files.url,
+            staging_url=self.work.child("staging").url,
+            keyed_state=self.settings(host),
         )
+        task = EpochTask(descriptor, self.graph)
+        [restore] = self.state.restore_for(vertex, self.run_id, claimed=True)
+        if vertex.is_source:
+            items = [(restore.encode(), items)]
+        else:
+            items = [(0, (RESTORE_EDGE, 0, "", 0, restore.encode())), *items]
         attempt_id = next(_attempt_ids)
         _TaskContext.current = FakeTaskContext(attempt_number, attempt_id)
-        epoch_task._live = self.workers.setdefault(worker, OrderedDict())
+        subtask_cache.WORKER_CACHE = self.workers.setdefault(worker, SubtaskCache(freeze_gc=False))
         try:
             return list(task(0, iter(items))), f"{tag}a{attempt_id}"
         finally:
@@ -201,7 +215,7 @@ class Cluster:
         epoch = self.state.epoch + 1
         tag = f"e{epoch}-g{self.generation}t{self.tries}"
         [plan] = [e.plan(max_records) for e in self.state.enumerators.values()]
-        out, attempt = self.run_task(self.source, epoch, tag, [plan.get(0, [])], "src", "src")
+        out, attempt = self.run_task(self.source, epoch, tag, plan.get(0, []), "src", "src")
         return Epoch(self, epoch, tag, out, attempt, checkpoint)
 
     def epoch(self, worker: str, host: str = "a", max_records: int = 10, **kw: Any) -> SubtaskAck:
@@ -218,15 +232,16 @@ class Cluster:
     # Inspection ----------------------------------------------------------------------------
 
     def live(self, worker: str, run_id: str | None = None) -> dict[tuple[int, int], Any]:
-        return self.workers.get(worker, {}).get(run_id or self.run_id, {})
+        cache = self.workers.get(worker)
+        return cache._runs.get(run_id or self.run_id, {}) if cache is not None else {}
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> manifests.KeyedStateManifest:
         return self.state.manifests[self.counter.id][0]
 
     def missing_files(self) -> list[str]:
         """Files that the accepted state references but storage does not hold."""
         missing = []
-        for url in sorted(self.state.referenced_files()):
+        for url in sorted(state_files(self.state)):
             fs, path = url_to_fs(url)
             if not fs.exists(path):
                 missing.append(url)
@@ -237,8 +252,11 @@ class Cluster:
         host of its own (from checkpoint storage)."""
         vertex = self.counter
         key_groups = key_group_range(vertex.max_parallelism, vertex.parallelism, 0)
-        saved = self.state.restore_for(vertex, False)[0]
-        backend = restore_backend(self.settings("reader"), vertex, 0, key_groups, saved)
+        [saved] = self.state.restore_for(vertex, self.run_id, claimed=True)
+        subtask = KeyedSubtask(
+            vertex.head.uid, vertex.name, 0, f"op{vertex.id}-0", key_groups, vertex.max_parallelism
+        )
+        backend = snapshot_strategy(self.settings("reader")).restore(subtask, saved.keyed, True)
         try:
             state = backend.get_state(COUNT)
             counts = {}
@@ -254,10 +272,10 @@ class Cluster:
 
     def close(self) -> None:
         for worker in self.workers.values():
-            for live in worker.values():
+            for live in worker._runs.values():
                 for subtask in live.values():
                     subtask.dispose()
-            worker.clear()
+            worker._runs.clear()
 
 
 class Epoch:
@@ -313,10 +331,10 @@ class Epoch:
         c.work.remove(self.ack_dir)
         for ack in acks:
             if ack.state:
-                c.written |= manifests.files(ack.state)
+                c.written |= manifests.urls(ack.state.changes)
         if self.checkpoint:
-            c.checkpointed = c.state.referenced_files()
-        needed = c.state.referenced_files() | c.checkpointed
+            c.checkpointed = state_files(c.state)
+        needed = state_files(c.state) | c.checkpointed
         for url in c.written - needed:
             c.files.discard(url)
         c.written &= needed

@@ -9,6 +9,7 @@ import pytest
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
+from lockgate.state.manifests import FileHandle, KeyedStateSnapshot, RocksDBManifest
 
 
 def an_ack(**changes) -> SubtaskAck:
@@ -20,7 +21,11 @@ def an_ack(**changes) -> SubtaskAck:
         attempt="e5-g0t5a17",
         records_in=40,
         source_progress={},
-        state={"backend": "hashmap", "groups": {}},
+        state=KeyedStateSnapshot(
+            RocksDBManifest({"count": "value"}, {"000009.sst": FileHandle("file:///s/9", 77)}, "t"),
+            77,
+            3,
+        ),
         operators={"sink": {"next_part": 3}},
         restored=False,
         duration_ms=12.5,
@@ -59,3 +64,20 @@ def test_acks_are_created_exclusively_one_per_attempt(tmp_path):
         storage.create(first, b"{}")
     storage.create(ack_name("epochs/5", 1, 2, "e5a18"), b"{}")
     assert storage.list("epochs/5") == ["1-2-e5a17.json", "1-2-e5a18.json"]
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda s: s.pop("changes"), "lacks the field 'changes'"),
+        (lambda s: s["changes"].update(backend="leveldb"), "unknown state backend 'leveldb'"),
+        (lambda s: s["changes"]["files"].update(x=["u"]), "file 'x' is not \\[url, size\\]"),
+        (lambda s: s["changes"].update(kinds={"count": 3}), "must map state names to kinds"),
+        (lambda s: s.update(entries="3"), "field 'entries' is str"),
+    ],
+)
+def test_a_damaged_keyed_state_report_names_the_ack(damage, message):
+    raw = json.loads(json.dumps(an_ack().to_json()))
+    damage(raw["state"])
+    with pytest.raises(RecordFormatError, match=f"acks/1-2.json.*{message}"):
+        SubtaskAck.from_json(raw, "acks/1-2.json")

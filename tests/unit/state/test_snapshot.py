@@ -8,6 +8,7 @@ import struct
 
 import pytest
 
+from lockgate.common.records import RecordFormatError
 from lockgate.datastream.state import ListStateDescriptor, ValueStateDescriptor
 from lockgate.state import snapshot
 from lockgate.state.heap import HeapKeyedStateBackend
@@ -72,7 +73,13 @@ def test_empty_snapshot():
 def test_handle_json_round_trip():
     handle = GroupHandle("shared/abc.state", 12, 345, 0xDEADBEEF)
     encoded = json.loads(json.dumps(handle.to_json()))
-    assert GroupHandle.from_json(encoded) == handle
+    assert GroupHandle.from_json(encoded, "manifest") == handle
+
+
+@pytest.mark.parametrize("raw", [["f", 1, 2], ["f", 1, 2, "3"], [1, 2, 3, 4], {"file": "f"}])
+def test_a_damaged_handle_names_where_it_was_read(raw):
+    with pytest.raises(RecordFormatError, match=r"manifest, key group 7: .* is not"):
+        GroupHandle.from_json(raw, "manifest, key group 7")
 
 
 def test_round_trip_through_the_heap_backend():

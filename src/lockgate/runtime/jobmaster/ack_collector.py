@@ -89,7 +89,7 @@ class AckCollector:
             except JobExecutionError as exc:
                 log.warning("epoch %s: ignoring a losing attempt's ack: %s", self.epoch, exc)
                 continue
-            for url in manifests.files(loser.state or {}) - needed:
+            for url in (manifests.urls(loser.state.changes) if loser.state else set()) - needed:
                 try:
                     self.state_files.discard(url)
                 except ValueError as exc:  # a damaged or foreign ack

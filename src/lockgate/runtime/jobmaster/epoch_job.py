@@ -17,7 +17,7 @@ from typing import Any
 from pyspark import SparkContext, StorageLevel
 from pyspark.rdd import RDD
 
-from lockgate.runtime.taskexecutor.epoch_task import EpochTask
+from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 
 
@@ -67,12 +67,14 @@ class EpochJob:
         self,
         tasks: dict[int, EpochTask],
         assignments: dict[int, dict[int, list[dict[str, Any]]]],
+        restores: dict[int, list[bytes]],
         description: str,
         timeout_s: float | None = None,
     ) -> EpochOutput:
         """Run one epoch; returns the records of collect sinks and the result attempts.
 
-        ``assignments`` holds, per source task and subtask, what it reads this epoch.
+        ``assignments`` holds, per source task and subtask, what it reads this epoch, and
+        ``restores`` each subtask's encoded ``SubtaskRestore``.
 
         An epoch still running after ``timeout_s`` is cancelled (``EpochTimeout``).
         """
@@ -84,14 +86,15 @@ class EpochJob:
             for vertex in self.job.vertices:
                 task = tasks[vertex.id]
                 if vertex.is_source:
-                    # Partition i carries subtask i's assignments (a collection source's
-                    # records included): each task deserializes only its own slice, and
+                    # Partition i carries subtask i's restore and assignments (a collection
+                    # source's records included): each task deserializes only its own, and
                     # the task closure stays small (no per-epoch broadcast of the command).
                     plan = assignments.get(vertex.id, {})
-                    parts = [plan.get(i, []) for i in range(vertex.parallelism)]
+                    restore = restores[vertex.id]
+                    parts = [(restore[i], plan.get(i, [])) for i in range(vertex.parallelism)]
                     base = sc.parallelize(parts, vertex.parallelism)
                 else:
-                    base = self._shuffle_input(vertex, rdds)
+                    base = self._shuffle_input(vertex, rdds, restores[vertex.id])
                 rdd = base.mapPartitionsWithIndex(task)
                 consumers = {edge.target.id for edge in vertex.outputs}
                 collects = _collects(vertex)
@@ -138,8 +141,11 @@ class EpochJob:
             for rdd in persisted:
                 rdd.unpersist(blocking=False)
 
-    def _shuffle_input(self, vertex: Any, rdds: dict[int, RDD]) -> RDD:
-        inputs: list[RDD] = []
+    def _shuffle_input(self, vertex: Any, rdds: dict[int, RDD], restores: list[bytes]) -> RDD:
+        """The vertex's input channels, and each subtask's restore as one more item for it
+        (one small extra map task, instead of every subtask's restore in every task)."""
+        items = [(i, (RESTORE_EDGE, 0, "", 0, data)) for i, data in enumerate(restores)]
+        inputs: list[RDD] = [self.sc.parallelize(items, 1)]
         for source_id in dict.fromkeys(edge.source.id for edge in vertex.inputs):
             source = self.job.vertex(source_id)
             upstream = rdds[source_id]
@@ -147,5 +153,4 @@ class EpochJob:
             if len(source.outputs) > len(own) or _collects(source):
                 upstream = upstream.filter(_Only(own))
             inputs.append(upstream)
-        union = inputs[0] if len(inputs) == 1 else self.sc.union(inputs)
-        return union.partitionBy(vertex.parallelism, _target_partition)
+        return self.sc.union(inputs).partitionBy(vertex.parallelism, _target_partition)

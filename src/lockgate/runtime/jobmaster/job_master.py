@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 import threading
 import time
-import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,21 +33,22 @@ from lockgate.checkpoint.coordinator import (
 
 __all__ = ["CheckpointStats", "EpochResult", "EpochStats", "JobMaster", "JobSummary"]
 from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.staged_files import StagedFilesRegistry
-from lockgate.checkpoint.storage import Storage, is_writable
-from lockgate.common import config_options as options
+from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.errors import InjectedFailure, InjectedStorageFailure, JobExecutionError
 from lockgate.runtime.jobmaster.ack_collector import AckCollector
 from lockgate.runtime.jobmaster.epoch_cap import EpochCap
 from lockgate.runtime.jobmaster.epoch_job import EpochJob, EpochTimeout, reports_attempt
+from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.jobmaster.progress import EpochProgress
-from lockgate.runtime.jobmaster.restart import now_ms, restart_strategy
+from lockgate.runtime.jobmaster.restart import now_ms
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
-from lockgate.runtime.keyed_state import KeyedStateSettings
+from lockgate.runtime.task_deployment import TaskDeploymentDescriptor
 from lockgate.runtime.taskexecutor.epoch_task import EpochTask
 from lockgate.state import manifests
 
@@ -67,14 +66,6 @@ RECOVERABLE = (
     RecordFormatError,
     OSError,
     InjectedFailure,
-)
-
-INJECTION_POINTS = (
-    "after-snapshot-before-ack",
-    "metadata-write",
-    "after-metadata-before-commit",
-    "mid-commit",
-    "during-restore",
 )
 
 
@@ -106,88 +97,35 @@ class JobSummary:
     finished: float | None = None
 
 
-def _work_dir(config: dict[str, str], master: str) -> str:
-    work_dir = options.WORK_DIR.read(config)
-    if work_dir:
-        return work_dir
-    if not master.startswith("local"):
-        raise options.ConfigurationError(
-            f"configuration key '{options.WORK_DIR.key}' must be set when Spark runs on a "
-            f"cluster (master {master}): allowed values are {options.WORK_DIR.allowed}"
-        )
-    return f"{tempfile.gettempdir()}/lockgate"
-
-
-def _checkpoint_settings(config: dict[str, str]) -> CheckpointSettings:
-    return CheckpointSettings(
-        interval_ms=options.CHECKPOINT_INTERVAL.read(config),
-        min_pause_ms=options.MIN_PAUSE.read(config),
-        timeout_ms=options.CHECKPOINT_TIMEOUT.read(config),
-        tolerable_failures=options.TOLERABLE_FAILURES.read(config),
-        num_retained=options.NUM_RETAINED.read(config),
-        retention=options.EXTERNALIZED_RETENTION.read(config),
-        exactly_once=options.CHECKPOINTING_MODE.read(config) == "EXACTLY_ONCE",
-    )
-
-
-def _injections(config: dict[str, str]) -> set[tuple[str, int]]:
-    spec = options.INJECT_FAILURE.read(config)
-    injections = set()
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        point, _, number = item.partition("@")
-        if point not in INJECTION_POINTS or not number.isdigit():
-            raise options.ConfigurationError(
-                f"invalid value {spec!r} for configuration key '{options.INJECT_FAILURE.key}': "
-                f"allowed values are {options.INJECT_FAILURE.allowed}"
-            )
-        injections.add((point, int(number)))
-    return injections
-
-
 class JobMaster:
-    def __init__(self, session: SparkSession, job: Any, config: dict[str, str], job_name: str):
+    def __init__(self, session: SparkSession, job: Any, settings: JobSettings):
         self.sc = session.sparkContext
         check_session(self.sc.getConf())
         self.job = job
+        self.settings = settings
         self.summary = JobSummary(
-            uuid.uuid4().hex, job_name, deque(maxlen=options.EPOCH_HISTORY.read(config))
+            settings.job_id, settings.job_name, deque(maxlen=settings.epoch_history)
         )
-        self.work = Storage(_work_dir(config, self.sc.master)).child(self.job_id)
-        self.epoch_cap = EpochCap(options.EPOCH_MAX_RECORDS_PER_SPLIT.read(config))
-        self.idle_poll_s = options.CONTINUOUS_IDLE_POLL.read(config) / 1000
-        self.progress = EpochProgress(job_name) if options.PROGRESS.read(config) else None
-        settings = _checkpoint_settings(config)
-        directory = options.CHECKPOINT_DIR.read(config)
-        kind = options.CHECKPOINT_STORAGE.read(config) or ("FILESYSTEM" if directory else "")
-        if settings.enabled and kind == "FILESYSTEM" and not directory:
-            raise options.ConfigurationError(
-                f"checkpoint storage 'filesystem' needs '{options.CHECKPOINT_DIR.key}': "
-                f"allowed values are {options.CHECKPOINT_DIR.allowed}"
-            )
-        job_root = (
-            Storage(directory).child(self.job_id)
-            if settings.enabled and kind == "FILESYSTEM"
-            else None
-        )
+        self.work = Storage(settings.work_dir)
+        self.epoch_cap = EpochCap(settings.max_records_per_split)
+        self.progress = EpochProgress(settings.job_name) if settings.progress else None
+        job_root = Storage(settings.checkpoint_dir) if settings.checkpoint_dir else None
         self.state_files = job_root.child("shared") if job_root else self.work.child("state")
+        self.shared_state = SharedStateRegistry(self.state_files)
         self.staged = StagedFilesRegistry((job_root or self.work).child("staging"))
         # (epoch, vertex, subtask) -> accepted attempt, until its epoch is settled
         self.accepted: dict[tuple[int, int, int], str] = {}
         self.coordinator = CheckpointCoordinator(
-            settings, self.job_id, job_root, history_size=options.CHECKPOINT_HISTORY.read(config)
+            settings.checkpoint, self.job_id, job_root, history_size=settings.checkpoint_history
         )
-        self.restart = restart_strategy(config, settings.enabled)
-        self.recovery_path = options.STATE_RECOVERY_PATH.read(config)
-        self.ignore_unclaimed = options.IGNORE_UNCLAIMED_STATE.read(config)
-        self.injections = _injections(config)
-        self.keyed_state = KeyedStateSettings.from_config(config, self.job_id)
-        self._check_local_dirs()
+        self.restart = settings.restart
+        self.injections = set(settings.injections)
+        self.keyed_state = settings.keyed_state
         self.state = JobState(job, self.keyed_state.backend)
         self.generation = 0  # bumped by every restore: worker-held subtasks become stale
         self.tries = 0
         self.recovered_from: CompletedCheckpoint | None = None
         self.rewrite_all = False  # the next epoch copies all restored state into this job
-        self.written_files: set[str] = set()
         self.written_since_checkpoint = 0
         # Collected records: held until their checkpoint exists (exactly-once), then released
         self.held_results: list[Any] = []
@@ -215,15 +153,16 @@ class JobMaster:
 
     # The loop ------------------------------------------------------------------------------
 
-    def run(self) -> Iterator[EpochResult]:
+    def run(self) -> Generator[EpochResult, None, None]:
         """Run epochs until bounded sources are exhausted or the job is cancelled."""
-        graph = self.sc.broadcast(cloudpickle.dumps(self.job))
+        graph = self.sc.broadcast(cloudpickle.dumps(self.job))  # type: ignore[no-untyped-call]
         spark_job = EpochJob(self.sc, self.job)
         status = "FAILED"
         try:
-            if self.recovery_path:
-                self.recovered_from = self._load_recovery_checkpoint()
-                self._recover(lambda: self._restore(self.recovered_from, foreign=True))
+            if self.settings.recovery_path is not None:
+                recovered = self._load_recovery_checkpoint(self.settings.recovery_path)
+                self.recovered_from = recovered
+                self._recover(lambda: self._restore(recovered, foreign=True))
             while not self._cancelled.is_set():
                 try:
                     result = self._next_epoch(spark_job, graph)
@@ -247,9 +186,10 @@ class JobMaster:
             self.summary.checkpoints = list(self.coordinator.history)
             graph.destroy()
             self._abort_staged(self.staged, self.coordinator.latest or self.recovered_from)
-            if self.coordinator.shutdown(status):
-                self.state.manifests = {}  # only the retained checkpoints' files stay
-                self._sweep_state_files()
+            if self.coordinator.shutdown(status):  # only the retained checkpoints' files stay
+                for subtask in self.state.subtask_files():
+                    self.shared_state.release(("live", *subtask))
+                self.shared_state.sweep()
             self.work.remove("")
             self._remove_local_dirs()
 
@@ -273,7 +213,7 @@ class JobMaster:
         )
         registry.abort_all(keep, forget)
 
-    def _recover(self, restore, failure: BaseException | None = None) -> None:
+    def _recover(self, restore: Callable[[], None], failure: BaseException | None = None) -> None:
         """Ask the restart strategy, then restore; a failed restore is a failure too."""
         while True:
             if failure is not None:
@@ -313,7 +253,9 @@ class JobMaster:
         has_input = any(plans.values())
         finished = all(e.is_finished() for e in state.enumerators.values())
         if not has_input and not finished and not self._idle_checkpoint_due():
-            self._cancelled.wait(self.idle_poll_s)  # continuous sources with nothing new yet
+            self._cancelled.wait(
+                self.settings.idle_poll_s
+            )  # continuous sources with nothing new yet
             return None
         end_of_input = all(e.is_finished() or e.will_finish() for e in state.enumerators.values())
         epoch = state.epoch + 1
@@ -325,33 +267,47 @@ class JobMaster:
         tag = f"g{self.generation}t{self.tries}"
         ack_dir = f"epochs/{epoch}-{tag}"
         inject_ack = ("after-snapshot-before-ack", epoch) in self.injections
+        run = f"{self.job_id}#{self.generation}"
         tasks = {
             vertex.id: EpochTask(
-                run_id=f"{self.job_id}#{self.generation}",
-                epoch=epoch,
-                end_of_input=end_of_input,
-                vertex_id=vertex.id,
-                graph=graph,
-                work=self.work,
-                state=self.state_files,
-                staging=self.staged.storage,
-                keyed_state=self.keyed_state,
-                tag=f"e{epoch}-{tag}",
-                checkpoint=checkpoint_due,
-                ack_dir=ack_dir,
-                committed_epoch=state.committed_epoch,
-                commit_on_checkpoint=self.commits_on_checkpoint,
-                restore=state.restore_for(vertex, self.rewrite_all),
-                reports_attempt=reports_attempt(vertex),
-                inject_failure=inject_ack,
+                TaskDeploymentDescriptor(
+                    vertex=vertex.id,
+                    source=vertex.is_source,
+                    run=run,
+                    epoch=epoch,
+                    end_of_input=end_of_input,
+                    tag=f"e{epoch}-{tag}",
+                    checkpoint=checkpoint_due,
+                    ack_dir=ack_dir,
+                    committed_epoch=state.committed_epoch,
+                    commit_on_checkpoint=self.commits_on_checkpoint,
+                    reports_attempt=reports_attempt(vertex),
+                    inject_failure=inject_ack,
+                    work_url=self.work.url,
+                    state_url=self.state_files.url,
+                    staging_url=self.staged.storage.url,
+                    keyed_state=self.keyed_state,
+                ),
+                graph,
             )
+            for vertex in self.job.vertices
+        }
+        restores = {
+            vertex.id: [
+                restore.encode()
+                for restore in state.restore_for(vertex, run, claimed=not self.rewrite_all)
+            ]
             for vertex in self.job.vertices
         }
         self.injections.discard(("after-snapshot-before-ack", epoch))
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
             output = spark_job.run(
-                tasks, plans, f"lockgate {self.summary.job_name} epoch {epoch}", timeout
+                tasks,
+                plans,
+                restores,
+                f"lockgate {self.summary.job_name} epoch {epoch}",
+                timeout,
             )
         except EpochTimeout:
             smaller = self.epoch_cap.shrink()
@@ -371,17 +327,13 @@ class JobMaster:
         self.accepted.update({(epoch, ack.vertex, ack.subtask): ack.attempt for ack in acks})
         self.rewrite_all = False
         self.work.remove(ack_dir)
-        written = sum(ack.state["bytes_written"] for ack in acks if ack.state)
+        written = sum(ack.state.bytes_written for ack in acks if ack.state)
         self.written_since_checkpoint += written
-        owned = self.state_files.relative_of  # only the job's own files are its to delete
-        for ack in acks:
-            if ack.state:
-                self.written_files.update(u for u in manifests.files(ack.state) if owned(u))
+        self._hold_live_state()
         self.held_results.extend(output.collected)
         if not self.commits_on_checkpoint:
             self._release_results()
         checkpoint_id = self._checkpoint(epoch, started, end_of_input) if checkpoint_due else None
-        self._drop_unreferenced()
         settled = state.committed_epoch if self.commits_on_checkpoint else epoch
         self.staged.sweep(self.accepted, settled, epoch)
         stats = EpochStats(
@@ -389,7 +341,7 @@ class JobMaster:
             sum(a.records_in for a in acks if a.vertex in state.enumerators),
             (time.perf_counter() - started) * 1000,
             state.state_bytes(),
-            sum(a.state["entries"] for a in acks if a.state),
+            sum(a.state.entries for a in acks if a.state),
             sum(a.restored for a in acks),
             checkpoint_id,
         )
@@ -421,7 +373,7 @@ class JobMaster:
     ) -> list[SubtaskAck]:
         collector = AckCollector(self.job, self.work, self.state_files, ack_dir, epoch)
         acks = collector.accepted(f"{self.job_id}#{self.generation}", result_attempts)
-        collector.discard_losers(self._needed_files)
+        collector.discard_losers(self.shared_state.referenced)
         return acks
 
     # Checkpoints ---------------------------------------------------------------------------
@@ -454,12 +406,14 @@ class JobMaster:
                 raise JobExecutionError(reason) from exc
             log.warning("%s", reason)
             return None
+        self.shared_state.hold(("checkpoint", checkpoint.id), checkpoint.files())
         self.written_since_checkpoint = 0
         self._release_results()  # the checkpoint exists: its epochs will never run again
         self._inject("after-metadata-before-commit", checkpoint.id)
         self._commit(checkpoint)
         self.state.committed_epoch = epoch
-        self.coordinator.subsume()
+        for dropped in self.coordinator.subsume():
+            self.shared_state.release(("checkpoint", dropped.id))
         return checkpoint.id
 
     def _commit(self, checkpoint: CompletedCheckpoint) -> None:
@@ -470,48 +424,16 @@ class JobMaster:
                 self._inject("mid-commit", checkpoint.id)
             committer.commit(committable)
 
-    def _needed_files(self) -> set[str]:
-        return self.state.referenced_files() | self.coordinator.referenced_files()
-
-    def _drop_unreferenced(self) -> None:
-        """Delete state files of completed epochs that nothing needs any more."""
-        needed = self._needed_files()
-        for url in self.written_files - needed:
-            self.state_files.discard(url)
-        self.written_files &= needed
-
-    def _sweep_state_files(self) -> None:
-        """Delete every file in this job's state directory that nothing needs.
-
-        Besides what ``_drop_unreferenced`` knows of, these are the files of subtasks whose
-        epoch then failed: their acknowledgements never arrived.
-        """
-        needed = self._needed_files()
-        files = self.state_files
-        for path in files.fs.find(files.root) if files.fs.exists(files.root) else ():
-            url = files.fs.unstrip_protocol(path)
-            if url not in needed:
-                files.fs.rm(path)
-        self.written_files &= needed
+    def _hold_live_state(self) -> None:
+        """Each keyed subtask's live state holds the files its manifest names."""
+        for subtask, urls in self.state.subtask_files().items():
+            self.shared_state.hold(("live", *subtask), urls)
 
     # RocksDB local directories -------------------------------------------------------------
 
-    def _check_local_dirs(self) -> None:
-        """Fail before the job starts if RocksDB cannot write where it was told to (with local
-        Spark; on a cluster the executors' disks are not the driver's, and a task that cannot
-        open its instance fails naming the path)."""
-        if self.keyed_state.backend != manifests.ROCKSDB or not self.sc.master.startswith("local"):
-            return
-        for directory in self.keyed_state.local_dirs:
-            if not is_writable(directory):
-                raise options.ConfigurationError(
-                    f"RocksDB local directory {directory} (configuration key "
-                    f"'{options.ROCKSDB_LOCAL_DIR.key}') is not writable"
-                )
-
     def _remove_local_dirs(self) -> None:
         """In local mode the executors' disk is this machine's: remove the job's instances."""
-        if self.keyed_state.backend != manifests.ROCKSDB or not self.sc.master.startswith("local"):
+        if self.keyed_state.backend != manifests.ROCKSDB or not self.settings.local_spark:
             return
         for directory in self.keyed_state.job_local_dirs():
             shutil.rmtree(directory, ignore_errors=True)
@@ -526,7 +448,7 @@ class JobMaster:
             self.state.reset()
         else:
             path = checkpoint.path or "in memory"
-            self.state.restore(checkpoint.metadata, path, self.ignore_unclaimed)
+            self.state.restore(checkpoint.metadata, path, self.settings.ignore_unclaimed)
             for committer, committable in self.state.committables(checkpoint.metadata):
                 committer.commit(committable)  # idempotent: some were committed before
             self.rewrite_all = foreign
@@ -538,14 +460,17 @@ class JobMaster:
                 self._abort_staged(old_staging, checkpoint, forget=False)
         self._abort_staged(self.staged, checkpoint)
         self.accepted.clear()
-        self._sweep_state_files()
+        self._hold_live_state()
+        self.shared_state.sweep()
 
-    def _load_recovery_checkpoint(self) -> CompletedCheckpoint:
+    def _load_recovery_checkpoint(self, recovery_path: str) -> CompletedCheckpoint:
         """The checkpoint named by ``execution.state-recovery.path``; a bad one fails the job."""
         try:
-            checkpoint, skipped = load_checkpoint(self.recovery_path)
+            checkpoint, skipped = load_checkpoint(recovery_path)
             JobState(self.job, self.keyed_state.backend).restore(
-                checkpoint.metadata, checkpoint.path or self.recovery_path, self.ignore_unclaimed
+                checkpoint.metadata,
+                checkpoint.path or recovery_path,
+                self.settings.ignore_unclaimed,
             )
         except (CheckpointFormatError, OSError) as exc:
             raise JobExecutionError(f"cannot restore the job: {exc}") from exc

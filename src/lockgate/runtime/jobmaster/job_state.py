@@ -18,9 +18,11 @@ from lockgate.checkpoint.metadata import (
     OperatorSubtaskState,
 )
 from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.runtime.task_deployment import SubtaskRestore
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_range
+from lockgate.state.manifests import KeyedStateManifest
 
 
 class JobState:
@@ -30,7 +32,7 @@ class JobState:
         self.epoch = 0  # last completed epoch
         self.committed_epoch = 0  # epoch of the last completed checkpoint
         self.enumerators: dict[int, Any] = {}
-        self.manifests: dict[int, dict[int, dict[str, Any]]] = {}
+        self.manifests: dict[int, dict[int, KeyedStateManifest]] = {}
         self.operator_states: dict[int, dict[int, dict[str, Any]]] = {}
         # (task, subtask) -> version of the subtask whose ack was accepted: a worker may keep
         # using a subtask it holds only if it is that version
@@ -61,32 +63,35 @@ class JobState:
             self.operator_states[vertex_id][index] = ack.operators
             if vertex_id in self.enumerators:
                 progress_by_source.setdefault(vertex_id, {}).update(ack.source_progress)
-            state = ack.state
-            if state is not None:
-                manifests.apply_report(self.manifests[vertex_id][index], state)
+            if ack.state is not None:
+                manifest = self.manifests[vertex_id][index]
+                self.manifests[vertex_id][index] = manifest.advanced(ack.state.changes)
         for vertex_id, progress in progress_by_source.items():
             self.enumerators[vertex_id].acknowledge(progress)
         self.epoch = epoch
 
-    def restore_for(self, vertex: Any, rewrite_all: bool) -> dict[int, dict[str, Any]]:
+    def restore_for(self, vertex: Any, run: str, claimed: bool) -> list[SubtaskRestore]:
         """What each subtask of a task needs to rebuild itself if it is not in memory."""
-        manifests = self.manifests.get(vertex.id, {})
-        return {
-            index: {
-                "keyed": manifests.get(index),
-                "operators": self.operator_states[vertex.id].get(index, {}),
-                "rewrite_all": rewrite_all,
-                "version": self.versions.get((vertex.id, index)),
-            }
+        keyed = self.manifests.get(vertex.id, {})
+        return [
+            SubtaskRestore(
+                vertex=vertex.id,
+                subtask=index,
+                run=run,
+                attempt=self.versions.get((vertex.id, index)),
+                keyed=keyed.get(index),
+                operators=self.operator_states[vertex.id].get(index, {}),
+                claimed=claimed,
+            )
             for index in range(vertex.parallelism)
-        }
+        ]
 
-    def referenced_files(self) -> set[str]:
+    def subtask_files(self) -> dict[tuple[int, int], set[str]]:
+        """(task, subtask) -> the files its keyed state names, for every keyed subtask."""
         return {
-            url
-            for subtasks in self.manifests.values()
-            for manifest in subtasks.values()
-            for url in manifests.files(manifest)
+            (vertex_id, index): manifests.urls(manifest)
+            for vertex_id, subtasks in self.manifests.items()
+            for index, manifest in subtasks.items()
         }
 
     def state_bytes(self) -> int:
@@ -112,7 +117,7 @@ class JobState:
                     if keyed:
                         kg = key_group_range(vertex.max_parallelism, vertex.parallelism, index)
                         key_groups = (kg.start, kg.end)
-                        manifest = manifests.copy(self.manifests[vertex.id][index])
+                        manifest = self.manifests[vertex.id][index]
                     subtasks.append(
                         OperatorSubtaskState(index, states.get(node.uid), manifest, key_groups)
                     )
@@ -169,8 +174,8 @@ class JobState:
                     states = self.operator_states[vertex.id].setdefault(subtask.index, {})
                     states[uid] = subtask.operator_state
                 keyed = subtask.keyed
-                if node is vertex.head and vertex.keyed and not manifests.is_empty(keyed):
-                    written_by = manifests.backend_of(keyed)
+                if node is vertex.head and vertex.keyed and keyed and not keyed.is_empty():
+                    written_by = keyed.backend
                     if written_by != self.backend:
                         raise CheckpointFormatError(
                             f"checkpoint {path}: the state of operator '{node.name}' (uid "
@@ -179,7 +184,7 @@ class JobState:
                             "into the backend that wrote it (switching backends needs a "
                             "savepoint)"
                         )
-                    self.manifests[vertex.id][subtask.index] = manifests.copy(keyed)
+                    self.manifests[vertex.id][subtask.index] = keyed
             if node.is_source and operator.coordinator_state is not None:
                 self.enumerators[vertex.id].restore(operator.coordinator_state)
         self.epoch = checkpoint.epoch

@@ -53,7 +53,7 @@ class SubtaskRuntimeContext:
     def get_metrics_group(self) -> None:
         return None
 
-    def _keyed(self):
+    def _keyed(self) -> Any:
         if self._backend is None:
             raise RuntimeError(
                 f"operator '{self._task_name}' asked for keyed state, which is only accessible "
@@ -61,19 +61,19 @@ class SubtaskRuntimeContext:
             )
         return self._backend
 
-    def get_state(self, state_descriptor):
+    def get_state(self, state_descriptor: Any) -> Any:
         return self._keyed().get_state(state_descriptor)
 
-    def get_list_state(self, state_descriptor):
+    def get_list_state(self, state_descriptor: Any) -> Any:
         return self._keyed().get_state(state_descriptor)
 
-    def get_map_state(self, state_descriptor):
+    def get_map_state(self, state_descriptor: Any) -> Any:
         return self._keyed().get_state(state_descriptor)
 
-    def get_reducing_state(self, state_descriptor):
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
         return self._keyed().get_state(state_descriptor)
 
-    def get_aggregating_state(self, state_descriptor):
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
         return self._keyed().get_state(state_descriptor)
 
 

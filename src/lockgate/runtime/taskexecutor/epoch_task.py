@@ -1,19 +1,16 @@
 """What a Spark task runs: one subtask of one task for one epoch.
 
-The task attaches its subtask (from the worker's memory when it holds the state of epoch
-n-1, otherwise rebuilt from files), feeds it the epoch's input in a deterministic order,
-snapshots the keyed state it changed, and writes its acknowledgement. Output records leave
-as Spark partition items while the input is processed.
+The task attaches its subtask (from the worker's cache when it holds the state of epoch
+n-1, otherwise rebuilt from its ``SubtaskRestore``), feeds it the epoch's input in a
+deterministic order, snapshots the keyed state it changed, and writes its acknowledgement.
+Output records leave as Spark partition items while the input is processed.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import time
-from collections import OrderedDict
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -23,52 +20,15 @@ from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
-from lockgate.runtime.keyed_state import KeyedStateSettings
+from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
+from lockgate.runtime.taskexecutor import subtask_cache
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 from lockgate.runtime.taskexecutor.subtask import Subtask
 
 _SOURCE_CHUNK = 4096
-_JOBS_KEPT = 2
-
-# Per Python worker: the live subtasks of the most recent jobs, by job id.
-_live: OrderedDict[str, dict[tuple[int, int], Subtask]] = OrderedDict()
-
-
-def _live_subtasks(run_id: str) -> dict[tuple[int, int], Subtask]:
-    live = _live.get(run_id)
-    if live is None:
-        job = run_id.partition("#")[0]
-        for other in [r for r in _live if r.partition("#")[0] == job]:
-            for stale in _live.pop(other).values():
-                stale.dispose()  # a restart made them stale
-        live = _live[run_id] = {}
-        while len(_live) > _JOBS_KEPT:
-            for stale in _live.popitem(last=False)[1].values():
-                stale.dispose()
-    else:
-        _live.move_to_end(run_id)
-    return live
-
-
-def _dispose_superseded(live: dict[tuple[int, int], Subtask], epoch: int) -> None:
-    """Every subtask runs in every epoch: one this worker last ran before epoch n-1 has run
-    elsewhere since. Release it now, so its RocksDB instance stops compacting for nothing."""
-    for place in [place for place, subtask in live.items() if subtask.epoch < epoch - 1]:
-        live.pop(place).dispose()
-
-
-_gc_frozen = False
-
-
-def _freeze_long_lived() -> None:
-    """PySpark's daemon runs a full gc.collect() after every task of a reused worker; move
-    what lives as long as the worker (modules, graph, subtasks built so far) out of its
-    reach, once per worker."""
-    global _gc_frozen
-    if not _gc_frozen:
-        gc.collect()
-        gc.freeze()
-        _gc_frozen = True
+# The edge id of the shuffle item that carries a non-source subtask's restore (real edges
+# have ids from 0): it sorts before every input channel.
+RESTORE_EDGE = -1
 
 
 def _drain(outbox: list[Any]) -> list[Any]:
@@ -77,70 +37,60 @@ def _drain(outbox: list[Any]) -> list[Any]:
     return items
 
 
-@dataclass
 class EpochTask:
-    """The function Spark maps over the partitions of one task's stage in one epoch."""
+    """The function Spark maps over the partitions of one task's stage in one epoch.
 
-    run_id: str  # job id and restart generation: worker-held subtasks belong to one run
-    epoch: int
-    end_of_input: bool
-    vertex_id: int
-    graph: Any  # a Spark broadcast of the cloudpickled job graph
-    work: Storage  # acknowledgements go here
-    state: Storage  # keyed-state files go here
-    staging: Storage  # staging records (files created outside the job's directories)
-    keyed_state: KeyedStateSettings
-    tag: str  # names this epoch's state files; unique per run and try
-    checkpoint: bool  # this epoch ends with a checkpoint
-    ack_dir: str
-    committed_epoch: int  # sinks may forget what checkpoints up to this epoch committed
-    commit_on_checkpoint: bool  # exactly-once sinks wait for checkpoints to publish
-    restore: dict[int, dict[str, Any]] = field(default_factory=dict)
-    reports_attempt: bool = False  # the task's output reaches the driver (a result stage)
-    inject_failure: bool = False  # fail after the snapshot, before the ack (tests)
+    Partition i of a source task is ``(restore, assignments)`` of subtask i; the input of
+    any other task holds one ``(RESTORE_EDGE, ...)`` item with its restore.
+    """
 
-    def __call__(self, index: int, items: Iterator[Any]) -> Iterator[Any]:
+    def __init__(self, descriptor: TaskDeploymentDescriptor, graph: Any):
+        self.descriptor = descriptor.encode()
+        self.graph = graph  # a Spark broadcast of the cloudpickled job graph
+
+    def __call__(self, index: int, items: Iterable[Any]) -> Iterator[Any]:
         started = time.perf_counter()
+        task = TaskDeploymentDescriptor.decode(self.descriptor)
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
         # Unique in the application (a resubmitted stage counts attempts from 0 again): names
         # this attempt's state files and the version of the subtask it leaves behind
-        version = f"{self.tag}a{context.taskAttemptId() if context is not None else 0}"
-        saved = self.restore.get(index, {})
-        live = _live_subtasks(self.run_id)
-        _dispose_superseded(live, self.epoch)
-        subtask = live.pop((self.vertex_id, index), None)
+        version = f"{task.tag}a{context.taskAttemptId() if context is not None else 0}"
+        restore_data, inputs = _split_input(items, task.source)
+        restore = SubtaskRestore.decode(restore_data, task.vertex, index, task.run)
+        cache = subtask_cache.WORKER_CACHE
+        subtask = cache.take(task.run, task.vertex, index, task.epoch)
         # Reuse only the very version the driver accepted for epoch n-1: another attempt of
         # that epoch (a retry, a speculative copy, a run cancelled by a timeout) may have
         # finished here too, with other input or other state files.
-        reused = subtask is not None and saved.get("version") == subtask.version
-        if not reused:
-            if subtask is not None:
-                subtask.dispose()
+        reused = subtask is not None and restore.attempt == subtask.version
+        if subtask is not None and not reused:
+            subtask.dispose()
             subtask = None
         try:
             if subtask is None:
-                subtask = self._build(index, attempt, saved)
-            yield from self._run(subtask, index, version, items, reused, started)
+                subtask = self._build(task, index, attempt, restore)
+            yield from self._run(task, subtask, index, version, inputs, reused, started)
         except BaseException:
             if subtask is not None:
                 subtask.dispose()  # half through the epoch: a retry starts from epoch n-1
             raise
-        if self.end_of_input:
+        if task.end_of_input:
             subtask.close()
             subtask.dispose()
         else:
-            live[(self.vertex_id, index)] = subtask
-        _freeze_long_lived()
+            cache.put(task.run, subtask)
 
-    def _build(self, index: int, attempt: int, saved: dict[str, Any]) -> Subtask:
-        """The subtask as of epoch n-1, from ``saved`` (manifests and operator states)."""
+    def _build(
+        self, task: TaskDeploymentDescriptor, index: int, attempt: int, restore: SubtaskRestore
+    ) -> Subtask:
+        """The subtask as of epoch n-1, from its restore (manifest and operator states)."""
         # Each subtask unpickles its own copy of the graph: user functions keep per-instance
         # fields (state handles from open()), as in Flink.
         job = cloudpickle.loads(self.graph.value)
-        subtask = Subtask(job, job.vertex(self.vertex_id), index, attempt, saved, self.keyed_state)
+        subtask = Subtask(job, job.vertex(task.vertex), index, attempt, restore, task.keyed_state)
         try:
-            subtask.restore_operator_states(saved)
+            subtask.restore_operator_states(restore.operators)
             subtask.open()
         except BaseException:
             subtask.dispose()
@@ -149,26 +99,27 @@ class EpochTask:
 
     def _run(
         self,
+        task: TaskDeploymentDescriptor,
         subtask: Subtask,
         index: int,
         version: str,
-        items: Iterator[Any],
+        inputs: list[Any],
         reused: bool,
         started: float,
     ) -> Iterator[Any]:
-        subtask.notify_checkpoint_complete(self.committed_epoch)
-        staging = StagingLog(self.staging, self.epoch, self.vertex_id, index, version)
-        subtask.begin_epoch(self.epoch, self.commit_on_checkpoint, version, staging)
+        subtask.notify_checkpoint_complete(task.committed_epoch)
+        staging = StagingLog(Storage(task.staging_url), task.epoch, task.vertex, index, version)
+        subtask.begin_epoch(task.epoch, task.commit_on_checkpoint, version, staging)
         outbox = subtask.outbox
         outbox.clear()
         progress: dict[str, Any] = {}
         consumed: dict[str, str] = {}
         records_in = 0
-        if subtask.source is not None:
+        source = subtask.source
+        if source is not None:
             emit_batch = subtask.source_emit_batch
-            # The source's assignments arrive as this partition's data (see EpochJob).
-            for assignment in [a for part in items for a in part]:
-                reader = subtask.source.read(assignment, progress)
+            for assignment in inputs:
+                reader = source.read(assignment, progress)
                 while True:
                     chunk = list(islice(reader, _SOURCE_CHUNK))
                     emit_batch(chunk)
@@ -179,12 +130,11 @@ class EpochTask:
                         break
         else:
             deliver = subtask.deliver
-            batches = sorted((payload for _, payload in items), key=_channel_order)
-            for edge_id, sender, sender_attempt, _, batch in batches:
+            for edge_id, sender, sender_attempt, _, batch in inputs:
                 channel = channel_name(edge_id, sender)
                 if consumed.setdefault(channel, sender_attempt) != sender_attempt:
                     raise RuntimeError(  # Spark reads one map output per partition
-                        f"epoch {self.epoch}: subtask {index} of task {self.vertex_id} received "
+                        f"epoch {task.epoch}: subtask {index} of task {task.vertex} received "
                         f"the output of two attempts of subtask {sender} of its input edge "
                         f"{edge_id}: {consumed[channel]} and {sender_attempt}"
                     )
@@ -193,20 +143,20 @@ class EpochTask:
                 records_in += deliver[edge_id](batch)
                 if outbox:
                     yield from _drain(outbox)
-        subtask.end_epoch(self.end_of_input, records_in)
+        subtask.end_epoch(task.end_of_input, records_in)
         yield from _drain(outbox)
-        state = subtask.snapshot_state(self.state, version, self.checkpoint)
+        state = subtask.snapshot_state(Storage(task.state_url), version, task.checkpoint)
         operator_states = subtask.snapshot_operator_states()
-        if self.inject_failure:
+        if task.inject_failure:
             raise InjectedFailure(
-                f"injected failure after the snapshot of epoch {self.epoch}, before its ack "
-                f"(subtask {index} of task {self.vertex_id})"
+                f"injected failure after the snapshot of epoch {task.epoch}, before its ack "
+                f"(subtask {index} of task {task.vertex})"
             )
         ack = SubtaskAck(
-            vertex=self.vertex_id,
+            vertex=task.vertex,
             subtask=index,
-            epoch=self.epoch,
-            run=self.run_id,
+            epoch=task.epoch,
+            run=task.run,
             attempt=version,
             records_in=records_in,
             source_progress=progress,
@@ -217,10 +167,22 @@ class EpochTask:
             consumed=consumed,
         )
         document = json.dumps(ack.to_json(), separators=(",", ":")).encode()
-        self.work.create(ack_name(self.ack_dir, self.vertex_id, index, version), document)
+        Storage(task.work_url).create(ack_name(task.ack_dir, task.vertex, index, version), document)
         subtask.version = version
-        if self.reports_attempt:
-            yield ATTEMPT_TAG, (self.vertex_id, index, version)
+        if task.reports_attempt:
+            yield ATTEMPT_TAG, (task.vertex, index, version)
+
+
+def _split_input(items: Iterable[Any], source: bool) -> tuple[bytes, list[Any]]:
+    """The subtask's restore, and its input in a deterministic order: a source's
+    assignments as planned, shuffled batches by (edge, sender, sequence)."""
+    if source:
+        ((restore, assignments),) = items  # one item per source partition (see EpochJob)
+        return restore, assignments
+    payloads = sorted((payload for _, payload in items), key=_channel_order)
+    if not payloads or payloads[0][0] != RESTORE_EDGE:
+        raise RuntimeError("a subtask's input lacks its restore (see EpochJob)")
+    return payloads[0][4], payloads[1:]
 
 
 def _channel_order(payload: tuple[int, int, str, int, Any]) -> tuple[int, int, int]:

@@ -54,6 +54,9 @@ class Operator:
     them through ``process_keyed`` with their key group and key.
     """
 
+    def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
+        raise TypeError(f"operator '{self.ctx.name}' is not at the head of a keyed task")
+
     def __init__(self, ctx: OperatorContext, function: Any = None):
         self.ctx = ctx
         self.function = function
@@ -132,11 +135,11 @@ def _drop(_: Any) -> None:
 
 def resolve_callable(function: Any, method: str, kind: str) -> Callable[..., Any]:
     """A PyFlink Function's method, or the callable itself (PyFlink accepts both)."""
-    bound = getattr(function, method, None)
+    bound: Any = getattr(function, method, None)
     if callable(bound):
-        return bound
+        return bound  # type: ignore[no-any-return]
     if callable(function):
-        return function
+        return function  # type: ignore[no-any-return]
     raise TypeError(f"the input must be a {kind} or a callable function, got {function!r}")
 
 

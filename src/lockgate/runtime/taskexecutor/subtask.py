@@ -7,13 +7,13 @@ files of the previous epoch. Either way it starts epoch n from the state of epoc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pickle import loads
 from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
-from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend, snapshot_backend
+from lockgate.runtime.task_deployment import SubtaskRestore
 from lockgate.runtime.taskexecutor.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
 from lockgate.runtime.taskexecutor.context import SubtaskRuntimeContext
 from lockgate.runtime.taskexecutor.operators import (
@@ -22,12 +22,18 @@ from lockgate.runtime.taskexecutor.operators import (
     _drop,
     resolve_callable,
 )
+from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_range
+from lockgate.state.keyed_subtask import KeyedSubtask
+from lockgate.state.manifests import KeyedStateSnapshot
+from lockgate.state.rocksdb import RocksDBKeyedStateBackend
+from lockgate.state.snapshot_strategy import KeyedStateBackend, snapshot_strategy
 
-BatchConsumer = Callable[[list[Any]], None]
+# Takes one shuffled batch to the head operator; returns the number of records in it.
+BatchConsumer = Callable[[Any], int]
 
 
-def _fan_out(targets: list[Callable[[Any], None]]) -> Callable[[Any], None]:
+def _fan_out(targets: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
     if not targets:
         return _drop
     if len(targets) == 1:
@@ -65,7 +71,7 @@ def _unkeyed_batches(process: Callable[[Any], None], keyed_edge: bool) -> BatchC
 class Subtask:
     """The running operators, channel writers and keyed state of subtask ``index``.
 
-    ``saved`` is the state of the previous epoch (keyed-state manifest and operator states).
+    ``restore`` is the state of the previous epoch (keyed-state manifest, operator states).
     """
 
     def __init__(
@@ -74,7 +80,7 @@ class Subtask:
         vertex: Any,
         index: int,
         attempt: int,
-        saved: dict[str, Any],
+        restore: SubtaskRestore,
         keyed_state: KeyedStateSettings,
     ):
         self.vertex = vertex
@@ -82,12 +88,19 @@ class Subtask:
         self.epoch = 0
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
         self.outbox: list[Any] = []
-        self.keyed_state = keyed_state
-        self.backend: Any = None
+        self.strategy = snapshot_strategy(keyed_state)
+        self.backend: KeyedStateBackend | None = None
         head = vertex.head
+        self.keyed_subtask = KeyedSubtask(
+            head.uid,
+            head.name,
+            index,
+            f"op{vertex.id}-{index}",
+            key_group_range(head.max_parallelism, head.parallelism, index),
+            head.max_parallelism,
+        )
         if vertex.keyed:
-            key_groups = key_group_range(head.max_parallelism, head.parallelism, index)
-            self.backend = restore_backend(keyed_state, vertex, index, key_groups, saved)
+            self.backend = self.strategy.restore(self.keyed_subtask, restore.keyed, restore.claimed)
         try:
             self._build_chain(vertex, attempt)
         except BaseException:
@@ -102,7 +115,7 @@ class Subtask:
         self.writers: list[Operator] = []
         built: dict[int, Operator] = {}
         in_chain = {id(node) for node in vertex.nodes}
-        edges_from = {}
+        edges_from: dict[int, list[Any]] = {}
         for edge in vertex.outputs:
             edges_from.setdefault(id(edge.stream_edge.source), []).append(edge)
         head_writers: list[Operator] = []
@@ -222,8 +235,7 @@ class Subtask:
 
     # State ---------------------------------------------------------------------------------
 
-    def restore_operator_states(self, saved: dict[str, Any]) -> None:
-        operator_states = saved.get("operators", {})
+    def restore_operator_states(self, operator_states: dict[str, Any]) -> None:
         for operator in self.operators:
             if operator.ctx.uid in operator_states:
                 operator.restore_state(operator_states[operator.ctx.uid])
@@ -236,25 +248,18 @@ class Subtask:
                 states[operator.ctx.uid] = state
         return states
 
-    def snapshot_state(self, storage: Storage, tag: str, checkpoint: bool) -> dict[str, Any] | None:
+    def snapshot_state(
+        self, storage: Storage, tag: str, checkpoint: bool
+    ) -> KeyedStateSnapshot | None:
         """Persist the keyed state of this epoch; return what the ack reports of it."""
         if self.backend is None:
             return None
-        return snapshot_backend(
-            self.keyed_state,
-            self.backend,
-            storage,
-            self.vertex.head.uid,
-            self.index,
-            tag,
-            checkpoint,
-        )
+        return self.strategy.snapshot(self.backend, self.keyed_subtask, storage, tag, checkpoint)
 
     def dispose(self) -> None:
         """Release what the subtask holds outside the Python heap (a RocksDB instance)."""
-        dispose = getattr(self.backend, "dispose", None)
-        if dispose is not None:
-            dispose()
+        if isinstance(self.backend, RocksDBKeyedStateBackend):
+            self.backend.dispose()
 
     def notify_checkpoint_complete(self, epoch: int) -> None:
         for operator in self.operators:

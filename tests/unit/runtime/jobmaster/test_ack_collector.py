@@ -13,6 +13,8 @@ from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster.ack_collector import AckCollector
+from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
+from lockgate.state.snapshot import GroupHandle
 
 RUN = "job#0"
 EPOCH = 3
@@ -127,11 +129,8 @@ def test_losing_attempts_state_files_are_deleted_unless_needed(work, job, tmp_pa
         path.write_bytes(b"x")
 
     def state(*names):
-        return {
-            "backend": "hashmap",
-            "kinds": {},
-            "groups": {str(n): [f"file://{files[name]}", 0, 1, 0] for n, name in enumerate(names)},
-        }
+        groups = {n: GroupHandle(f"file://{files[name]}", 0, 1, 0) for n, name in enumerate(names)}
+        return KeyedStateSnapshot(HeapManifest({}, groups), 1, 1)
 
     epoch_with_two_keyed_attempts(work, job)
     work.remove(ack_name(ACKS, keyed.id, 0, "k0-b"))
@@ -156,7 +155,9 @@ def test_a_losing_ack_naming_a_file_outside_the_state_directory_deletes_nothing(
     work.remove(ack_name(ACKS, keyed.id, 0, "k0-b"))
     source_edge = keyed.inputs[0].id
     read_b = {f"{source_edge}/0": "s0-b", f"{source_edge}/1": "s1-b"}
-    foreign = {"backend": "hashmap", "kinds": {}, "groups": {"0": [f"file://{outside}", 0, 1, 0]}}
+    foreign = KeyedStateSnapshot(
+        HeapManifest({}, {0: GroupHandle(f"file://{outside}", 0, 1, 0)}), 1, 1
+    )
     write_ack(work, keyed.id, 0, "k0-b", read_b, state=foreign)
     collector = AckCollector(job, work, Storage(f"file://{tmp_path}/state"), ACKS, EPOCH)
     collector.accepted(RUN, {(keyed.id, 0): {"k0-a"}, (keyed.id, 1): {"k1-a"}})

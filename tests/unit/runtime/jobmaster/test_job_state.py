@@ -17,6 +17,9 @@ from lockgate.datastream.connectors.file_system import FileSink
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.task_deployment import SubtaskRestore
+from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
+from lockgate.state.snapshot import GroupHandle
 
 PATH = "file:///ckpts/job/chk-3"
 DATA = list(range(10))
@@ -54,8 +57,12 @@ def vertex(graph, uid: str):
     return found
 
 
-def handle(name: str, size: int = 10) -> list:
-    return [f"file:///ckpts/job/shared/counter/{name}", 0, size, 12345]
+def state_files(state: JobState) -> set[str]:
+    return set().union(*state.subtask_files().values())
+
+
+def handle(name: str, size: int = 10) -> GroupHandle:
+    return GroupHandle(f"file:///ckpts/job/shared/counter/{name}", 0, size, 12345)
 
 
 def committable(epoch: int, index: int) -> dict:
@@ -91,10 +98,13 @@ def acks_for(graph, epoch: int, position: int) -> list[SubtaskAck]:
                 operators={
                     "files": {"next_part": epoch, "committables": [committable(epoch, index)]}
                 },
-                state={
-                    "kinds": {"count": "value"},
-                    "groups": {str(64 * index + epoch): handle(f"{index}-e{epoch}")},
-                },
+                state=KeyedStateSnapshot(
+                    HeapManifest(
+                        {"count": "value"}, {64 * index + epoch: handle(f"{index}-e{epoch}")}
+                    ),
+                    10,
+                    1,
+                ),
             )
         )
     return acks
@@ -118,11 +128,8 @@ def test_a_new_job_state_starts_from_nothing():
     state = JobState(graph, "hashmap")
     counter = vertex(graph, "counter")
     assert (state.epoch, state.committed_epoch) == (0, 0)
-    assert state.manifests[counter.id] == {
-        0: {"backend": "hashmap", "kinds": {}, "groups": {}},
-        1: {"backend": "hashmap", "kinds": {}, "groups": {}},
-    }
-    assert state.referenced_files() == set()
+    assert state.manifests[counter.id] == {0: HeapManifest({}, {}), 1: HeapManifest({}, {})}
+    assert state_files(state) == set()
     assert state.state_bytes() == 0
     assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 0}}
 
@@ -133,21 +140,20 @@ def test_acks_accumulate_key_groups_and_advance_sources():
     counter = vertex(graph, "counter")
     assert state.epoch == 2
     assert state.committed_epoch == 0
-    assert state.manifests[counter.id][1]["groups"] == {
-        "65": handle("1-e1"),
-        "66": handle("1-e2"),
-    }
-    assert state.referenced_files() == {
-        handle(name)[0] for name in ("0-e1", "0-e2", "1-e1", "1-e2")
-    }
+    assert state.manifests[counter.id][1].groups == {65: handle("1-e1"), 66: handle("1-e2")}
+    assert state_files(state) == {handle(name).file for name in ("0-e1", "0-e2", "1-e1", "1-e2")}
     assert state.state_bytes() == 40
     assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 7}}
-    restore = state.restore_for(counter, rewrite_all=True)
-    assert set(restore) == {0, 1}
-    assert restore[0]["keyed"]["groups"] == {"1": handle("0-e1"), "2": handle("0-e2")}
-    assert restore[0]["operators"]["files"]["next_part"] == 2
-    assert restore[0]["rewrite_all"] is True
-    assert [restore[i]["version"] for i in (0, 1)] == ["e2a10", "e2a11"]  # the accepted acks
+    restore = state.restore_for(counter, "job#0", claimed=False)
+    assert [r.subtask for r in restore] == [0, 1]
+    assert restore[0].keyed == HeapManifest(
+        {"count": "value"}, {1: handle("0-e1"), 2: handle("0-e2")}
+    )
+    assert restore[0].operators["files"]["next_part"] == 2
+    assert restore[0].claimed is False
+    assert [restore[i].attempt for i in (0, 1)] == ["e2a10", "e2a11"]  # the accepted acks
+    decoded = SubtaskRestore.decode(restore[1].encode(), counter.id, 1, "job#0")
+    assert decoded == restore[1]
 
 
 def checkpoint_of(state: JobState, epoch: int = 2) -> CheckpointMetadata:
@@ -170,11 +176,9 @@ def test_a_checkpoint_holds_every_operator_by_uid_not_by_chain():
     assert source.coordinator_state == {"positions": {"0": 7}}
     assert (counter.parallelism, counter.max_parallelism) == (2, 128)
     assert [s.key_groups for s in counter.subtasks] == [(0, 63), (64, 127)]
-    assert counter.subtasks[0].keyed == {
-        "backend": "hashmap",
-        "kinds": {"count": "value"},
-        "groups": {"1": handle("0-e1"), "2": handle("0-e2")},
-    }
+    assert counter.subtasks[0].keyed == HeapManifest(
+        {"count": "value"}, {1: handle("0-e1"), 2: handle("0-e2")}
+    )
     assert [s.keyed for s in files.subtasks] == [None, None]
     assert files.subtasks[1].operator_state["committables"] == [committable(2, 1)]
 
@@ -184,7 +188,7 @@ def test_checkpoint_operators_are_a_snapshot_not_a_view():
     state = state_after_two_epochs(graph)
     operators = state.checkpoint_operators()
     state.apply_acks(3, acks_for(graph, 3, position=10))
-    assert "3" not in operators["counter"].subtasks[0].keyed["groups"]
+    assert 3 not in operators["counter"].subtasks[0].keyed.groups
     assert operators["numbers"].coordinator_state == {"positions": {"0": 7}}
 
 
@@ -195,7 +199,7 @@ def test_checkpoint_and_restore_round_trip_through_metadata():
     restored.restore(checkpoint_of(state), PATH, ignore_unclaimed=False)
     assert (restored.epoch, restored.committed_epoch) == (2, 2)
     assert restored.checkpoint_operators() == state.checkpoint_operators()
-    assert restored.referenced_files() == state.referenced_files()
+    assert state_files(restored) == state_files(state)
     assert restored.state_bytes() == state.state_bytes()
     enumerator = restored.enumerators[vertex(restored.job, "numbers").id]
     assert enumerator.plan(100)[0][0]["start"] == 7
@@ -222,8 +226,8 @@ def test_restore_discards_progress_made_after_the_checkpoint():
     state.restore(checkpoint, PATH, ignore_unclaimed=False)
     assert state.epoch == 2
     counter = vertex(graph, "counter")
-    assert "3" not in state.manifests[counter.id][0]["groups"]
-    assert handle("0-e3")[0] not in state.referenced_files()
+    assert 3 not in state.manifests[counter.id][0].groups
+    assert handle("0-e3").file not in state_files(state)
     assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 7}}
     assert state.operator_states[counter.id][0]["files"]["next_part"] == 2
 
@@ -247,7 +251,7 @@ def test_a_reset_goes_back_to_the_start():
     state = state_after_two_epochs(graph)
     state.reset()
     assert state.epoch == 0
-    assert state.referenced_files() == set()
+    assert state_files(state) == set()
     assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 0}}
     assert state.operator_states[vertex(graph, "counter").id] == {}
 
@@ -280,7 +284,7 @@ def test_an_operator_new_to_the_job_starts_empty():
     state = JobState(job(extra_branch=True), "hashmap")
     state.restore(body, PATH, ignore_unclaimed=False)
     assert state.operator_states[vertex(state.job, "extra-map").id] == {}
-    assert len(state.referenced_files()) == 4
+    assert len(state_files(state)) == 4
 
 
 @pytest.mark.parametrize(

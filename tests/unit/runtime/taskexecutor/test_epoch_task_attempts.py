@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from epoch_harness import Cluster
 
+from lockgate.runtime.acknowledgement import SubtaskAck
+
 SEVEN_KEYS = [(n % 7, n) for n in range(60)]
 
 
-def own_files(ack: dict) -> set[str]:
+def own_files(ack: SubtaskAck) -> set[str]:
     """URLs of the files an attempt wrote itself (SSTs of earlier epochs are shared)."""
-    return {url for name, (url, _) in ack.state["files"].items() if not name.endswith(".sst")}
+    return {h.url for name, h in ack.state.changes.files.items() if not name.endswith(".sst")}
 
 
 def test_attempts_numbered_alike_write_files_of_their_own(cluster):
@@ -28,7 +30,7 @@ def test_attempts_numbered_alike_write_files_of_their_own(cluster):
 
     assert own_files(first_ack)
     assert own_files(first_ack).isdisjoint(own_files(resubmitted_ack))
-    assert first_ack.state["snapshot"] != resubmitted_ack.state["snapshot"]
+    assert first_ack.state.changes.snapshot != resubmitted_ack.state.changes.snapshot
 
 
 def test_a_fresh_worker_restores_on_the_host_of_the_attempt_that_lost(cluster):

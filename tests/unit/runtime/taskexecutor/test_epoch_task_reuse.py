@@ -52,13 +52,13 @@ def test_a_losing_attempt_of_the_last_epoch_is_rebuilt_not_reused(cluster, monke
     manifest, not snapshot its own instance (which references the deleted file)."""
     c: Cluster = cluster(THREE_KEYS)
     c.epoch("w1")
-    epoch_1_ssts = {url for url, _ in c.manifest()["files"].values() if url.endswith(".sst")}
+    epoch_1_ssts = {url for url, _ in c.manifest().handles() if url.endswith(".sst")}
     second = c.begin_epoch()
     second.run("w2", attempt_number=1)
     with compacting_before_snapshots(monkeypatch):
         second.run("w1", attempt_number=0)
     second.accept()
-    assert epoch_1_ssts.isdisjoint(url for url, _ in c.manifest()["files"].values())
+    assert epoch_1_ssts.isdisjoint(url for url, _ in c.manifest().handles())
     assert c.missing_files() == []
 
     ack = c.epoch("w2")
@@ -93,7 +93,7 @@ def test_a_new_run_of_the_job_disposes_the_subtasks_of_the_previous_run(cluster)
 
     c.epoch("w1")
 
-    assert list(c.workers["w1"]) == ["job#1"]
+    assert list(c.workers["w1"]._runs) == ["job#1"]
     assert held.backend.db is None  # closed
     assert not Path(held.backend.path).exists()
     assert len(c.instance_dirs("a")) == 1  # the new run's
@@ -109,6 +109,6 @@ def test_a_new_run_keeps_the_subtasks_of_other_jobs_on_the_worker(cluster):
 
     c.epoch("w1")
 
-    assert sorted(c.workers["w1"]) == ["job#1", "other#0"]
+    assert sorted(c.workers["w1"]._runs) == ["job#1", "other#0"]
     assert kept.backend.db is not None
     assert not other.epoch("w1").restored

@@ -34,14 +34,16 @@ def checkpointed(cluster) -> Cluster:
 
 
 def an_sst(c: Cluster) -> Path:
-    return next(stored_path(u) for n, (u, _) in c.manifest()["files"].items() if n.endswith(".sst"))
+    return next(
+        stored_path(u) for n, h in c.manifest().files.items() if n.endswith(".sst") for u in [h.url]
+    )
 
 
 def restore_failure(c: Cluster) -> str:
     """How a failed restore of the counting subtask's epoch-1 state starts its message."""
     return (
         f"cannot restore the RocksDB state of '{c.counter.name}' (uid '{c.counter.head.uid}') "
-        f"subtask 0, state version {c.manifest()['snapshot']}: "
+        f"subtask 0, state version {c.manifest().snapshot}: "
     )
 
 
@@ -99,7 +101,10 @@ def test_a_restore_from_storage_leaves_the_checkpoint_files_untouched(cluster):
     """rocksdict rewrites its rocksdict-config.json whenever it opens an instance: a file
     shared with checkpoint storage (a hard link) would be rewritten in the checkpoint."""
     c = checkpointed(cluster)
-    stored = {name: stored_path(url) for name, (url, _) in c.manifest()["files"].items()}
+    stored = {
+        name: stored_path(url)
+        for name, (url, _) in ((n, (h.url, h.size)) for n, h in c.manifest().files.items())
+    }
 
     def stat(path: Path) -> tuple[int, bytes]:
         return path.stat().st_mtime_ns, path.read_bytes()

@@ -1,0 +1,170 @@
+"""The RocksDB backend's snapshots and restores.
+
+After every epoch the instance is checkpointed on local disk (``snap-<tag>``, SSTs
+hard-linked) and the SST files that storage does not hold yet are uploaded; a restore builds
+a new instance from a local snapshot when this executor has one with the files, and
+downloads only what it lacks otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+
+from lockgate.checkpoint.storage import Storage, download_url
+from lockgate.state.backend_settings import KeyedStateSettings
+from lockgate.state.heap import HeapKeyedStateBackend
+from lockgate.state.keyed_subtask import KeyedSubtask
+from lockgate.state.manifests import (
+    FileHandle,
+    KeyedStateManifest,
+    KeyedStateSnapshot,
+    RocksDBManifest,
+)
+from lockgate.state.rocksdb import RocksDBKeyedStateBackend, StateBackendError
+
+_UPLOADED = "lockgate-uploaded.json"  # in a local snapshot: file name -> URL in storage
+LOCAL_SNAPSHOTS_KEPT = 3
+
+
+class RocksDBSnapshotStrategy:
+    def __init__(self, settings: KeyedStateSettings):
+        self.settings = settings
+
+    def _subtask_dir(self, subtask: KeyedSubtask) -> str:
+        roots = self.settings.job_local_dirs()
+        return f"{roots[subtask.index % len(roots)]}/{subtask.local_name}"
+
+    def restore(
+        self, subtask: KeyedSubtask, manifest: KeyedStateManifest | None, claimed: bool
+    ) -> RocksDBKeyedStateBackend:
+        subtask_dir = self._subtask_dir(subtask)
+        path = f"{subtask_dir}/db-{uuid.uuid4().hex[:12]}"
+        uploaded: dict[str, str] = {}
+        has_state = isinstance(manifest, RocksDBManifest) and not manifest.is_empty()
+        try:
+            if isinstance(manifest, RocksDBManifest) and has_state:
+                uploaded = _fetch_files(manifest, subtask_dir, path)
+            backend = RocksDBKeyedStateBackend(
+                subtask.key_groups, subtask.max_parallelism, path, self.settings.rocksdb
+            )
+        except (OSError, StateBackendError) as exc:
+            shutil.rmtree(path, ignore_errors=True)
+            where = subtask.describe()
+            if isinstance(manifest, RocksDBManifest) and manifest.snapshot:
+                where += f", state version {manifest.snapshot}"
+            raise StateBackendError(f"cannot restore the RocksDB state of {where}: {exc}") from None
+        # Files of another job's checkpoint are not ours: upload everything anew (NO_CLAIM)
+        backend.uploaded = uploaded if claimed else {}
+        return backend
+
+    def snapshot(
+        self,
+        backend: HeapKeyedStateBackend | RocksDBKeyedStateBackend,
+        subtask: KeyedSubtask,
+        storage: Storage,
+        tag: str,
+        checkpoint: bool,
+    ) -> KeyedStateSnapshot:
+        if not isinstance(backend, RocksDBKeyedStateBackend):
+            raise TypeError(f"{subtask.describe()}: not a RocksDB backend: {backend!r}")
+        subtask_dir = os.path.dirname(backend.path)
+        snap_dir = f"{subtask_dir}/snap-{tag}"
+        names = [name for name in backend.checkpoint_to(snap_dir) if not name.endswith(".log")]
+        # (The WAL is off and the memtable was flushed: the log is empty.) SST names are
+        # never reused, so a file compaction removed is gone for good: forget its upload.
+        present = set(names)
+        backend.uploaded = {n: u for n, u in backend.uploaded.items() if n in present}
+        # A full (non-incremental) checkpoint holds its own copy of every file.
+        fresh = checkpoint and not self.settings.incremental
+        files: dict[str, FileHandle] = {}
+        written = 0
+        prefix = f"{subtask.uid}/{subtask.index}"
+        for name in names:
+            local_path = f"{snap_dir}/{name}"
+            size = os.path.getsize(local_path)
+            url = None if fresh else backend.uploaded.get(name)
+            if url is None:
+                if name.endswith(".sst"):
+                    suffix = f"-{tag}" if fresh else ""
+                    relative = f"{prefix}/{backend.instance_id}-{name}{suffix}"
+                else:
+                    relative = f"{prefix}/{tag}/{name}"
+                storage.put_file(local_path, relative)
+                url = storage.url_of(relative)
+                written += size
+                if name.endswith(".sst"):
+                    backend.uploaded[name] = url
+            files[name] = FileHandle(url, size)
+        with open(f"{snap_dir}/{_UPLOADED}", "w") as index_file:
+            json.dump({name: handle.url for name, handle in files.items()}, index_file)
+        _drop_old_snapshots(subtask_dir, keep=snap_dir)
+        return KeyedStateSnapshot(
+            RocksDBManifest(dict(backend.kinds), files, tag), written, backend.num_entries()
+        )
+
+
+def _fetch_files(manifest: RocksDBManifest, subtask_dir: str, path: str) -> dict[str, str]:
+    """Put the manifest's files into the new instance directory ``path``: from a local
+    snapshot of this executor when it has them, else from checkpoint storage. SST files are
+    hard-linked where they can be (RocksDB never changes them); the others are copied, as
+    RocksDB rewrites some of them on open. Returns SST name -> URL."""
+    try:
+        os.makedirs(path)
+    except OSError as exc:
+        raise StateBackendError(
+            f"RocksDB local directory {subtask_dir} is not writable: {exc.strerror or exc}"
+        ) from None
+    local = _local_files(subtask_dir)
+    uploaded = {}
+    for name, handle in manifest.files.items():
+        target = f"{path}/{name}"
+        immutable = name.endswith(".sst")
+        source = local.get(handle.url)
+        if source is None:
+            try:
+                download_url(handle.url, target, link=immutable)
+            except FileNotFoundError:
+                raise StateBackendError(f"state file {handle.url} is missing") from None
+        elif immutable:
+            os.link(source, target)
+        else:
+            shutil.copyfile(source, target)
+        if os.path.getsize(target) != handle.size:
+            raise StateBackendError(
+                f"state file {handle.url} has {os.path.getsize(target)} bytes; its manifest "
+                f"says {handle.size}"
+            )
+        if immutable:
+            uploaded[name] = handle.url
+    return uploaded
+
+
+def _local_files(subtask_dir: str) -> dict[str, str]:
+    """URL -> local path of every file that a local snapshot of this subtask holds."""
+    found: dict[str, str] = {}
+    if not os.path.isdir(subtask_dir):
+        return found
+    for entry in os.scandir(subtask_dir):
+        if not entry.name.startswith("snap-"):
+            continue
+        try:
+            with open(f"{entry.path}/{_UPLOADED}") as index_file:
+                index = json.load(index_file)
+        except (OSError, ValueError):
+            continue  # a snapshot cut short
+        for name, url in index.items():
+            found[url] = f"{entry.path}/{name}"
+    return found
+
+
+def _drop_old_snapshots(subtask_dir: str, keep: str) -> None:
+    snaps = sorted(
+        (e for e in os.scandir(subtask_dir) if e.name.startswith("snap-")),
+        key=lambda e: e.stat().st_mtime_ns,
+    )
+    for entry in snaps[:-LOCAL_SNAPSHOTS_KEPT]:
+        if entry.path != keep:
+            shutil.rmtree(entry.path, ignore_errors=True)
