@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration lint format java clean
+.PHONY: demo test unit integration lint typecheck format java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,8 @@ java:
 demo: $(STAMP) java
 	$(BIN)/python examples/account_balances.py
 
-test: $(STAMP) java
+# Lint and type check first: a failing check fails the run like a failing test.
+test: $(STAMP) java lint typecheck
 	$(BIN)/python -m pytest -q tests
 
 unit: $(STAMP)
@@ -38,6 +39,10 @@ integration: $(STAMP) java
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples bench
 	$(BIN)/ruff check src tests examples bench
+
+# mypy, strict on runtime/, checkpoint/ and state/ (see pyproject.toml)
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests examples bench

@@ -406,7 +406,7 @@ RESTART_TYPE = ConfigOption(
     "none (or off, disable), fixed-delay, failure-rate or exponential-delay",
     "Default: none without checkpointing, exponential-delay with it.",
 )
-_RESTART_ALIASES = {
+_RESTART_ALIASES: dict[str, str] = {
     "none": "none", "off": "none", "disable": "none",
     "fixed-delay": "fixed-delay", "fixeddelay": "fixed-delay",
     "failure-rate": "failure-rate", "failurerate": "failure-rate",

@@ -37,7 +37,7 @@ class Configuration:
         return default_value if value is None else value.strip().lower() == "true"
 
     def set_boolean(self, key: str, value: bool) -> Configuration:
-        return self.set_string(key, bool(value))
+        return self.set_string(key, "true" if value else "false")
 
     def get_float(self, key: str, default_value: float) -> float:
         value = self._data.get(key)

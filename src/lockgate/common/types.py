@@ -6,7 +6,7 @@ documentation and for future typed serializers; it never changes a record.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsIndex
 
 
 class TypeInformation:
@@ -129,12 +129,14 @@ class Types:
         return TypeInformation("LIST", element_type_info)
 
 
-class Row(tuple):
+class Row(tuple[Any, ...]):
     """A tuple whose fields may also be read by name, like ``pyflink.common.Row``.
 
     ``Row(1, "a")`` is positional; ``Row(id=1, name="a")`` is named. Being a tuple keeps it
     cheap to pickle, hashable as a key, and usable wherever tuples are.
     """
+
+    _fields: tuple[str, ...] | None  # the field names of a named Row
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Row:
         if args and kwargs:
@@ -143,7 +145,7 @@ class Row(tuple):
         row._fields = tuple(kwargs) if kwargs else None
         return row
 
-    def __getnewargs_ex__(self):
+    def __getnewargs_ex__(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if self._fields:
             return (), dict(zip(self._fields, self, strict=True))
         return tuple(self), {}
@@ -154,7 +156,7 @@ class Row(tuple):
             return tuple.__getitem__(self, fields.index(name))
         raise AttributeError(name)
 
-    def __getitem__(self, item):  # type: ignore[override]
+    def __getitem__(self, item: SupportsIndex | slice | str) -> Any:
         if isinstance(item, str):
             if not self._fields or item not in self._fields:
                 raise KeyError(item)

@@ -7,6 +7,7 @@ Every setter is one of Flink 2.x's ``execution.checkpointing.*`` keys, so the AP
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any, TypeVar
 
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
@@ -15,6 +16,8 @@ from lockgate.datastream.checkpoint_storage import (
     FileSystemCheckpointStorage,
     JobManagerCheckpointStorage,
 )
+
+T = TypeVar("T")
 
 
 class CheckpointingMode(Enum):
@@ -37,12 +40,12 @@ class CheckpointConfig:
     def __init__(self, configuration: Configuration):
         self._config = configuration
 
-    def _set(self, option: options.ConfigOption, value: object) -> CheckpointConfig:
+    def _set(self, option: options.ConfigOption[Any], value: object) -> CheckpointConfig:
         option.read({option.key: str(value)})  # fail here, naming the key, if invalid
         self._config.set_string(option.key, str(value))
         return self
 
-    def _get(self, option: options.ConfigOption):
+    def _get(self, option: options.ConfigOption[T]) -> T:
         return option.read(self._config.to_dict())
 
     def is_checkpointing_enabled(self) -> bool:

@@ -27,6 +27,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     """Checkpoints in a directory of any fsspec file system (``file://``, ``s3://``, ...)."""
 
     storage_type = "filesystem"
+    checkpoint_path: str  # set (never None) by the constructor
 
     def __init__(self, checkpoint_path: str, file_state_size_threshold: int | None = None):
         if not checkpoint_path:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from lockgate.common.types import Row
 from lockgate.datastream.functions import KeyedProcessFunction, ProcessFunction
@@ -182,7 +182,11 @@ class KeyedStream(DataStream):
         spec = OperatorSpec("filter", _check_function(func, "filter", "FilterFunction"))
         return self._keyed("Filter", spec)
 
-    def process(self, func: KeyedProcessFunction, output_type: Any = None) -> DataStream:
+    # takes a KeyedProcessFunction where DataStream.process takes a ProcessFunction (which
+    # is rejected here): the parameter type is narrowed on purpose
+    def process(  # type: ignore[override]
+        self, func: KeyedProcessFunction, output_type: Any = None
+    ) -> DataStream:
         if not isinstance(func, KeyedProcessFunction):
             raise TypeError(f"KeyedProcessFunction is required for KeyedStream, got {func!r}")
         return self._keyed("KeyedProcess", OperatorSpec("keyed_process", func))
@@ -214,7 +218,7 @@ class KeyedStream(DataStream):
     def rebalance(self) -> DataStream:
         raise ValueError("cannot override partitioning for KeyedStream")
 
-    def _not_supported(self, what: str):
+    def _not_supported(self, what: str) -> NoReturn:
         raise ValueError(f"{what} is not supported on a KeyedStream; apply it to an operator")
 
     def uid(self, uid: str) -> DataStream:
@@ -246,9 +250,12 @@ class FieldAggregator:
 
     def _field(self, value: Any) -> Any:
         if isinstance(value, tuple | list):
-            if isinstance(self.position, str) and not isinstance(value, Row):
-                raise TypeError(f"field name {self.position!r} needs Row records, got {value!r}")
-            return value[self.position]
+            position = self.position
+            if isinstance(position, str):
+                if not isinstance(value, Row):
+                    raise TypeError(f"field name {position!r} needs Row records, got {value!r}")
+                return value[position]
+            return value[position]
         if self.position != 0:
             raise TypeError(
                 f"the field {self.position!r} was selected on a basic type {type(value).__name__}"
@@ -272,8 +279,9 @@ class FieldAggregator:
             updated[self.position] = field  # type: ignore[index]
             return updated
         if isinstance(record, Row):
+            # a name reaches here only for a Row with field names: _field() checked value1
             index = (
-                record._fields.index(self.position)
+                record._fields.index(self.position)  # type: ignore[union-attr]
                 if isinstance(self.position, str)
                 else (self.position)
             )

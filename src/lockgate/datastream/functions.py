@@ -7,6 +7,7 @@ their first record and ``close()`` at the end of the job. Process functions yiel
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any
 
 from lockgate.runtime.taskexecutor.context import (
@@ -14,6 +15,20 @@ from lockgate.runtime.taskexecutor.context import (
     ProcessContext,
     SubtaskRuntimeContext,
     TimerService,
+)
+from lockgate.state.descriptors import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+)
+from lockgate.state.interfaces import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    ValueState,
 )
 
 
@@ -36,19 +51,21 @@ class RuntimeContext(ABC):
     def get_attempt_number(self) -> int: ...
 
     @abstractmethod
-    def get_state(self, state_descriptor): ...
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState: ...
 
     @abstractmethod
-    def get_list_state(self, state_descriptor): ...
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState: ...
 
     @abstractmethod
-    def get_map_state(self, state_descriptor): ...
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState: ...
 
     @abstractmethod
-    def get_reducing_state(self, state_descriptor): ...
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState: ...
 
     @abstractmethod
-    def get_aggregating_state(self, state_descriptor): ...
+    def get_aggregating_state(
+        self, state_descriptor: AggregatingStateDescriptor
+    ) -> AggregatingState: ...
 
 
 RuntimeContext.register(SubtaskRuntimeContext)
@@ -108,29 +125,40 @@ class AggregateFunction(Function):
 
 class ProcessFunction(Function):
     class Context(ABC):
+        @abstractmethod
         def timer_service(self) -> TimerService: ...
 
+        @abstractmethod
         def timestamp(self) -> int: ...
 
     @abstractmethod
-    def process_element(self, value: Any, ctx: ProcessFunction.Context): ...
+    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> Iterable[Any] | None:
+        """Yields (or returns) the outputs for ``value``."""
 
 
 class KeyedProcessFunction(Function):
     class Context(ABC):
+        @abstractmethod
         def get_current_key(self) -> Any: ...
 
+        @abstractmethod
         def timer_service(self) -> TimerService: ...
 
+        @abstractmethod
         def timestamp(self) -> int: ...
 
     class OnTimerContext(Context):
         pass
 
     @abstractmethod
-    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context): ...
+    def process_element(
+        self, value: Any, ctx: KeyedProcessFunction.Context
+    ) -> Iterable[Any] | None:
+        """Yields (or returns) the outputs for ``value``."""
 
-    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext):
+    def on_timer(
+        self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext
+    ) -> Iterable[Any] | None:
         pass
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,9 @@ def _collect(transformations: Iterable[Transformation]) -> list[Transformation]:
     return [seen[i] for i in sorted(seen)]  # ids grow with creation: a topological order
 
 
-def _upstream(t: Transformation, partitioning: Partitioning | None):
+def _upstream(
+    t: Transformation, partitioning: Partitioning | None
+) -> Iterator[tuple[Transformation, Partitioning | None]]:
     """Runnable inputs of a transformation, seen through partition and union nodes."""
     if t.runs:
         yield t, partitioning

@@ -6,23 +6,27 @@ so that state backends do not depend on the API layer.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lockgate.state.ttl import StateTtlConfig
 
 
 class StateDescriptor:
     kind = "abstract"
 
-    def __init__(self, name: str, type_info: Any = None):
+    def __init__(self, name: str, type_info: Any = None) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a state descriptor needs a non-empty name, got {name!r}")
         self.name = name
         self.type_info = type_info
-        self.ttl_config = None
+        self.ttl_config: StateTtlConfig | None = None
 
     def get_name(self) -> str:
         return self.name
 
-    def enable_time_to_live(self, ttl_config: Any) -> None:
+    def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
         """Let the state's values expire (``StateTtlConfig``): expired values become
         invisible (or visible until cleaned up, as configured) and are cleaned up."""
         from lockgate.state.ttl import StateTtlConfig  # ttl imports this module
@@ -74,7 +78,7 @@ class ReducingStateDescriptor(StateDescriptor):
                 f"got {reduce_function!r}"
             )
         self.reduce_function = reduce_function
-        self.reduce = reduce
+        self.reduce: Callable[[Any, Any], Any] = reduce
 
 
 class AggregatingStateDescriptor(StateDescriptor):

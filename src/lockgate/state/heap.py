@@ -7,7 +7,7 @@ just the key groups that changed and a restore can take any subset of key groups
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from typing import Any
 
@@ -24,10 +24,13 @@ from lockgate.state.interfaces import (
     ListState,
     MapState,
     ReducingState,
+    State,
     ValueState,
 )
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.ttl import (
+    TtlSettings,
+    TtlState,
     processing_time_ms,
     purge_expired,
     purge_expired_entries,
@@ -115,6 +118,7 @@ class HeapListState(_HeapState, ListState):
 
 class HeapMapState(_HeapState, MapState):
     __slots__ = ()
+    _groups: dict[int, dict[Any, dict[Any, Any]]]  # key group -> key -> the key's map
 
     def _map(self) -> dict[Any, Any]:
         ctx = self._ctx
@@ -169,7 +173,13 @@ _EMPTY_MAP: dict[Any, Any] = {}
 class HeapReducingState(_HeapState, ReducingState):
     __slots__ = ("_reduce",)
 
-    def __init__(self, groups, ctx, dirty, reduce):
+    def __init__(
+        self,
+        groups: dict[int, dict[Any, Any]],
+        ctx: KeyContext,
+        dirty: set[int],
+        reduce: Callable[[Any, Any], Any],
+    ) -> None:
         super().__init__(groups, ctx, dirty)
         self._reduce = reduce
 
@@ -188,7 +198,9 @@ class HeapReducingState(_HeapState, ReducingState):
 class HeapAggregatingState(_HeapState, AggregatingState):
     __slots__ = ("_agg",)
 
-    def __init__(self, groups, ctx, dirty, agg):
+    def __init__(
+        self, groups: dict[int, dict[Any, Any]], ctx: KeyContext, dirty: set[int], agg: Any
+    ) -> None:
         super().__init__(groups, ctx, dirty)
         self._agg = agg
 
@@ -212,7 +224,7 @@ class HeapAggregatingState(_HeapState, AggregatingState):
 
 def _create_state(
     descriptor: StateDescriptor, groups: dict[int, dict[Any, Any]], ctx: KeyContext, dirty: set[int]
-):
+) -> State:
     if isinstance(descriptor, ValueStateDescriptor):
         return HeapValueState(groups, ctx, dirty)
     if isinstance(descriptor, ListStateDescriptor):
@@ -260,12 +272,12 @@ class HeapKeyedStateBackend:
         # key of another subtask fails loudly instead of landing in a wrong group
         self._tables: dict[str, dict[int, dict[Any, Any]]] = {}
         self._kinds: dict[str, str] = {}
-        self._states: dict[str, Any] = {}
+        self._states: dict[str, State] = {}
         # State TTL (see lockgate.state.ttl): the TTL states by name, those cleaned up in
         # snapshots, and the incremental cleanup's cursor per state: [key group index, offset]
         self.ttl_clock: Callable[[], int] = ttl_clock or processing_time_ms
-        self._ttl_states: dict[str, Any] = {}
-        self._snapshot_ttl: dict[str, Any] = {}
+        self._ttl_states: dict[str, TtlState] = {}
+        self._snapshot_ttl: dict[str, TtlSettings] = {}
         self._ttl_cursors: dict[str, list[int]] = {}
 
     def set_current_key(self, key_group: int, key: Any) -> None:
@@ -276,7 +288,7 @@ class HeapKeyedStateBackend:
     def get_current_key(self) -> Any:
         return self.ctx.key
 
-    def get_state(self, descriptor: StateDescriptor):
+    def get_state(self, descriptor: StateDescriptor) -> State:
         if descriptor.ttl_config is not None:
             return self._get_ttl_state(descriptor)
         name = descriptor.name
@@ -292,7 +304,7 @@ class HeapKeyedStateBackend:
 
     # State TTL -----------------------------------------------------------------------------
 
-    def _get_ttl_state(self, descriptor: StateDescriptor):
+    def _get_ttl_state(self, descriptor: StateDescriptor) -> State:
         """A state with TTL: a wrapper over a raw heap state of the same name, registered
         under its stored kind (``"ttl-value"``, ...); without an enabled TTL, a plain one."""
         settings = ttl_settings(descriptor)
@@ -411,7 +423,9 @@ class HeapKeyedStateBackend:
                         del contents[name]
         return contents
 
-    def install_group(self, key_group: int, contents: dict[str, dict[Any, Any]], kinds) -> None:
+    def install_group(
+        self, key_group: int, contents: dict[str, dict[Any, Any]], kinds: Mapping[str, str]
+    ) -> None:
         if key_group not in self.key_groups:
             raise ValueError(
                 f"key group {key_group} is outside this subtask's range "

@@ -38,7 +38,7 @@ _INT_TAG = bytes([_INT])
 def encode_key(key: Any) -> bytes:
     kind = type(key)
     if kind is str:  # the common keys first, without a buffer
-        data = key.encode("utf-8", "surrogatepass")
+        data: bytes = key.encode("utf-8", "surrogatepass")
         return _STR_TAG + _LENGTH.pack(len(data)) + data
     if kind is int and -(1 << 63) <= key < (1 << 63):
         return _INT_TAG + _INT64.pack(key)

@@ -44,11 +44,18 @@ from lockgate.state.interfaces import (
     ListState,
     MapState,
     ReducingState,
+    State,
     ValueState,
 )
 from lockgate.state.key_codec import decode_key, encode_key
 from lockgate.state.key_groups import KeyGroupRange
-from lockgate.state.ttl import processing_time_ms, purge_expired, ttl_settings, wrap_with_ttl
+from lockgate.state.ttl import (
+    TtlState,
+    processing_time_ms,
+    purge_expired,
+    ttl_settings,
+    wrap_with_ttl,
+)
 
 _PREFIX = struct.Struct(">HH")  # key group, state id
 _REGISTRY_KEY = b"\xff\xff" + b"lockgate-state-registry"
@@ -104,7 +111,8 @@ def open_instance(path: str, settings: RocksDBSettings) -> rocksdict.Rdict:
             ) from None
         raise StateBackendError(f"cannot open RocksDB instance {path}: {message}") from None
     write_options = rocksdict.WriteOptions()
-    write_options.disable_wal = True
+    # rocksdict's stub declares disable_wal a method; at runtime it is a settable property
+    write_options.disable_wal = True  # type: ignore[method-assign, assignment]
     db.set_write_options(write_options)
     return db
 
@@ -222,7 +230,9 @@ class RocksDBListState(_CachedState, ListState):
 class RocksDBReducingState(_CachedState, ReducingState):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend, sid, reduce):
+    def __init__(
+        self, backend: RocksDBKeyedStateBackend, sid: int, reduce: Callable[[Any, Any], Any]
+    ) -> None:
         super().__init__(backend, sid)
         self._reduce = reduce
 
@@ -237,7 +247,7 @@ class RocksDBReducingState(_CachedState, ReducingState):
 class RocksDBAggregatingState(_CachedState, AggregatingState):
     __slots__ = ("_agg",)
 
-    def __init__(self, backend, sid, agg):
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int, agg: Any) -> None:
         super().__init__(backend, sid)
         self._agg = agg
 
@@ -358,13 +368,13 @@ class RocksDBKeyedStateBackend:
         self.db = open_instance(path, settings)
         raw = self.db.get(_REGISTRY_KEY)
         self._registry: dict[str, list[Any]] = json.loads(raw) if raw is not None else {}
-        self._states: dict[str, Any] = {}
+        self._states: dict[str, State] = {}
         self.cached_states: list[_CachedState] = []
         # Names uploads of this instance's files apart from those of other instances
         self.instance_id = os.path.basename(path)
         self.uploaded: dict[str, str] = {}  # SST file name -> URL in checkpoint storage
         self.ttl_clock: Callable[[], int] = ttl_clock or processing_time_ms
-        self._ttl_states: dict[int, Any] = {}  # state id -> TTL state
+        self._ttl_states: dict[int, TtlState] = {}  # state id -> TTL state
         self._ttl_cursor = b""  # where the next TTL cleanup scan starts
 
     def set_current_key(self, key_group: int, key: Any) -> None:
@@ -387,7 +397,7 @@ class RocksDBKeyedStateBackend:
     def kinds(self) -> dict[str, str]:
         return {name: kind for name, (_, kind) in self._registry.items()}
 
-    def get_state(self, descriptor: StateDescriptor):
+    def get_state(self, descriptor: StateDescriptor) -> State:
         name = descriptor.name
         ttl = ttl_settings(descriptor) if descriptor.ttl_config is not None else None
         kind = descriptor.kind if ttl is None else ttl.stored_kind
@@ -412,13 +422,14 @@ class RocksDBKeyedStateBackend:
     def _register(self, name: str, kind: str) -> int:
         if name in self._registry:
             self._check_kind(name, kind)
-            return self._registry[name][0]
+            sid: int = self._registry[name][0]  # the registry holds [id, kind]
+            return sid
         sid = len(self._registry)
         self._registry[name] = [sid, kind]
         self.db.put(_REGISTRY_KEY, json.dumps(self._registry).encode())
         return sid
 
-    def _create(self, descriptor: StateDescriptor, sid: int):
+    def _create(self, descriptor: StateDescriptor, sid: int) -> State:
         if isinstance(descriptor, ValueStateDescriptor):
             return RocksDBValueState(self, sid)
         if isinstance(descriptor, ListStateDescriptor):
@@ -511,8 +522,8 @@ class RocksDBKeyedStateBackend:
         self._ttl_cursor = iterator.key() if iterator.valid() else b""
         if changed:
             self.db.write(batch)
-            for state in self.cached_states:
-                state.drop_cache()
+            for cached in self.cached_states:
+                cached.drop_cache()
         return changed
 
     def num_entries(self) -> int:
@@ -521,7 +532,8 @@ class RocksDBKeyedStateBackend:
 
     def dispose(self) -> None:
         """Close the instance and delete its directory (its snapshots stay)."""
-        db, self.db = self.db, None
+        # a disposed backend is not used again; None makes a second dispose() a no-op
+        db, self.db = self.db, None  # type: ignore[assignment]
         if db is not None:
             db.cancel_all_background(False)  # a compaction of a discarded instance is waste
             with suppress(Exception):  # close() flushes, which a cancelled instance refuses

@@ -39,12 +39,14 @@ import time
 from collections.abc import Callable, Iterable
 from enum import Enum
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from lockgate.common.time import Duration, Time
+from lockgate.common.time import Duration
 from lockgate.state.descriptors import (
+    AggregatingStateDescriptor,
     ListStateDescriptor,
     MapStateDescriptor,
+    ReducingStateDescriptor,
     StateDescriptor,
     ValueStateDescriptor,
 )
@@ -53,19 +55,23 @@ from lockgate.state.interfaces import (
     ListState,
     MapState,
     ReducingState,
+    State,
     ValueState,
 )
 
 # StateTtlConfig (PyFlink's API) --------------------------------------------------------------
 
 
-def _check_duration(ttl: Any, what: str) -> Duration:
+_E = TypeVar("_E", bound=Enum)
+
+
+def _check_duration(ttl: object, what: str) -> Duration:
     if not isinstance(ttl, Duration):
         raise TypeError(f"{what} needs a Time or Duration, got {ttl!r}")
     return ttl
 
 
-def _check_enum(value: Any, enum: type[Enum], what: str) -> Any:
+def _check_enum(value: object, enum: type[_E], what: str) -> _E:
     if not isinstance(value, enum):
         allowed = ", ".join(f"{enum.__qualname__}.{m.name}" for m in enum)
         raise TypeError(f"{what} must be one of {allowed}, got {value!r}")
@@ -104,9 +110,9 @@ class StateTtlConfig:
         update_type: StateTtlConfig.UpdateType,
         state_visibility: StateTtlConfig.StateVisibility,
         ttl_time_characteristic: StateTtlConfig.TtlTimeCharacteristic,
-        ttl: Time,
+        ttl: Duration,
         cleanup_strategies: StateTtlConfig.CleanupStrategies,
-    ):
+    ) -> None:
         self._update_type = _check_enum(update_type, StateTtlConfig.UpdateType, "update type")
         self._state_visibility = _check_enum(
             state_visibility, StateTtlConfig.StateVisibility, "state visibility"
@@ -126,7 +132,7 @@ class StateTtlConfig:
         self._cleanup_strategies = cleanup_strategies
 
     @staticmethod
-    def new_builder(ttl: Time) -> StateTtlConfig.Builder:
+    def new_builder(ttl: Duration) -> StateTtlConfig.Builder:
         return StateTtlConfig.Builder(ttl)
 
     def get_update_type(self) -> StateTtlConfig.UpdateType:
@@ -135,7 +141,7 @@ class StateTtlConfig:
     def get_state_visibility(self) -> StateTtlConfig.StateVisibility:
         return self._state_visibility
 
-    def get_ttl(self) -> Time:
+    def get_ttl(self) -> Duration:
         return self._ttl
 
     def get_ttl_time_characteristic(self) -> StateTtlConfig.TtlTimeCharacteristic:
@@ -158,13 +164,16 @@ class StateTtlConfig:
     class Builder:
         """Builder for the StateTtlConfig."""
 
-        def __init__(self, ttl: Time):
+        def __init__(self, ttl: Duration) -> None:
             self._ttl = _check_duration(ttl, "StateTtlConfig.new_builder")
             self._update_type = StateTtlConfig.UpdateType.OnCreateAndWrite
             self._state_visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
             self._ttl_time_characteristic = StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
             self._is_cleanup_in_background = True
-            self._strategies: dict[Any, Any] = {}
+            self._strategies: dict[
+                StateTtlConfig.CleanupStrategies.Strategies,
+                StateTtlConfig.CleanupStrategies.CleanupStrategy,
+            ] = {}
 
         def set_update_type(self, update_type: StateTtlConfig.UpdateType) -> StateTtlConfig.Builder:
             self._update_type = _check_enum(update_type, StateTtlConfig.UpdateType, "update type")
@@ -228,7 +237,9 @@ class StateTtlConfig:
             return self
 
         def cleanup_in_rocksdb_compact_filter(
-            self, query_time_after_num_entries: int, periodic_compaction_time: Duration = None
+            self,
+            query_time_after_num_entries: int,
+            periodic_compaction_time: Duration | None = None,
         ) -> StateTtlConfig.Builder:
             """Drop expired entries when RocksDB compacts (no effect on the heap backend)."""
             strategies = StateTtlConfig.CleanupStrategies
@@ -246,7 +257,7 @@ class StateTtlConfig:
             self._is_cleanup_in_background = False
             return self
 
-        def set_ttl(self, ttl: Time) -> StateTtlConfig.Builder:
+        def set_ttl(self, ttl: Duration) -> StateTtlConfig.Builder:
             self._ttl = _check_duration(ttl, "StateTtlConfig.Builder.set_ttl")
             return self
 
@@ -276,7 +287,7 @@ class StateTtlConfig:
             pass
 
         class IncrementalCleanupStrategy(CleanupStrategy):
-            def __init__(self, cleanup_size: int, run_cleanup_for_every_record: bool):
+            def __init__(self, cleanup_size: int, run_cleanup_for_every_record: bool) -> None:
                 if isinstance(cleanup_size, bool) or not isinstance(cleanup_size, int):
                     raise TypeError(
                         f"incremental TTL cleanup: cleanup_size must be an int, "
@@ -298,8 +309,10 @@ class StateTtlConfig:
 
         class RocksdbCompactFilterCleanupStrategy(CleanupStrategy):
             def __init__(
-                self, query_time_after_num_entries: int, periodic_compaction_time: Duration = None
-            ):
+                self,
+                query_time_after_num_entries: int,
+                periodic_compaction_time: Duration | None = None,
+            ) -> None:
                 n = query_time_after_num_entries
                 if isinstance(n, bool) or not isinstance(n, int):
                     raise TypeError(
@@ -330,7 +343,14 @@ class StateTtlConfig:
 
         EMPTY_STRATEGY: StateTtlConfig.CleanupStrategies.EmptyCleanupStrategy
 
-        def __init__(self, strategies: dict[Any, Any], is_cleanup_in_background: bool):
+        def __init__(
+            self,
+            strategies: dict[
+                StateTtlConfig.CleanupStrategies.Strategies,
+                StateTtlConfig.CleanupStrategies.CleanupStrategy,
+            ],
+            is_cleanup_in_background: bool,
+        ) -> None:
             self._strategies = strategies
             self._is_cleanup_in_background = is_cleanup_in_background
 
@@ -345,18 +365,27 @@ class StateTtlConfig:
         ) -> StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy | None:
             """The configured strategy; by default (cleanup in background) 5 entries per
             access, as Flink's heap backend."""
+            default: StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy | None
             default = self.IncrementalCleanupStrategy(5, False)
             if not self._is_cleanup_in_background:
                 default = None
-            return self._strategies.get(self.Strategies.INCREMENTAL_CLEANUP, default)
+            # the builder stores each strategy under its own key
+            return cast(
+                "StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy | None",
+                self._strategies.get(self.Strategies.INCREMENTAL_CLEANUP, default),
+            )
 
         def get_rocksdb_compact_filter_cleanup_strategy(
             self,
         ) -> StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy | None:
+            default: StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy | None
             default = self.RocksdbCompactFilterCleanupStrategy(1000)
             if not self._is_cleanup_in_background:
                 default = None
-            return self._strategies.get(self.Strategies.ROCKSDB_COMPACTION_FILTER, default)
+            return cast(
+                "StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy | None",
+                self._strategies.get(self.Strategies.ROCKSDB_COMPACTION_FILTER, default),
+            )
 
 
 StateTtlConfig.CleanupStrategies.EMPTY_STRATEGY = (
@@ -418,7 +447,8 @@ def raw_descriptor(descriptor: StateDescriptor) -> StateDescriptor:
     else:
         key_type = descriptor.type_info[0] if isinstance(descriptor.type_info, tuple) else None
         raw = MapStateDescriptor(descriptor.name, key_type, None)
-    raw.stored_kind = TTL_KIND_PREFIX + descriptor.kind
+    # only raw descriptors carry stored_kind (for inspection; backends use TtlSettings)
+    raw.stored_kind = TTL_KIND_PREFIX + descriptor.kind  # type: ignore[attr-defined]
     return raw
 
 
@@ -494,7 +524,7 @@ class TtlSettings:
 
 def ttl_settings(descriptor: StateDescriptor) -> TtlSettings | None:
     """The resolved TTL of ``descriptor``, or ``None`` when it has none or it is disabled."""
-    config = getattr(descriptor, "ttl_config", None)
+    config: StateTtlConfig | None = getattr(descriptor, "ttl_config", None)
     if config is None or not config.is_enabled():
         return None
     if descriptor.kind not in RAW_KINDS:
@@ -519,7 +549,7 @@ class _TtlState:
         "settings",
     )
 
-    def __init__(self, raw: Any, settings: TtlSettings, clock: Callable[[], int]):
+    def __init__(self, raw: Any, settings: TtlSettings, clock: Callable[[], int]) -> None:
         self._raw = raw
         self.settings = settings
         self._ttl = settings.ttl_ms
@@ -557,6 +587,7 @@ class _TtlState:
 
 class TtlValueState(_TtlState, ValueState):
     __slots__ = ()
+    _raw: ValueState
 
     def value(self) -> Any:
         return self._read_single()[1]
@@ -571,8 +602,15 @@ class TtlValueState(_TtlState, ValueState):
 
 class TtlReducingState(_TtlState, ReducingState):
     __slots__ = ("_reduce",)
+    _raw: ValueState
 
-    def __init__(self, raw, settings, clock, reduce):
+    def __init__(
+        self,
+        raw: Any,
+        settings: TtlSettings,
+        clock: Callable[[], int],
+        reduce: Callable[[Any, Any], Any],
+    ) -> None:
         super().__init__(raw, settings, clock)
         self._reduce = reduce
 
@@ -588,8 +626,9 @@ class TtlReducingState(_TtlState, ReducingState):
 
 class TtlAggregatingState(_TtlState, AggregatingState):
     __slots__ = ("_agg",)
+    _raw: ValueState
 
-    def __init__(self, raw, settings, clock, agg):
+    def __init__(self, raw: Any, settings: TtlSettings, clock: Callable[[], int], agg: Any) -> None:
         super().__init__(raw, settings, clock)
         self._agg = agg
 
@@ -611,6 +650,7 @@ class TtlAggregatingState(_TtlState, AggregatingState):
 
 class TtlListState(_TtlState, ListState):
     __slots__ = ()
+    _raw: ListState
 
     def get(self) -> list[Any]:
         """The live elements (all of them with ReturnExpiredIfNotCleanedUp); expired elements
@@ -656,6 +696,7 @@ class TtlListState(_TtlState, ListState):
 
 class TtlMapState(_TtlState, MapState):
     __slots__ = ()
+    _raw: MapState
 
     def _entry(self, key: Any) -> tuple[bool, Any]:
         self.accesses += 1
@@ -739,11 +780,15 @@ class TtlMapState(_TtlState, MapState):
         return len(expired) == len(stored)
 
 
+# What wrap_with_ttl returns: a keyed State that is also a _TtlState (settings, accesses)
+TtlState = TtlValueState | TtlListState | TtlMapState | TtlReducingState | TtlAggregatingState
+
+
 def wrap_with_ttl(
     descriptor: StateDescriptor,
-    get_raw_state: Callable[[StateDescriptor], Any],
+    get_raw_state: Callable[[StateDescriptor], State],
     clock: Callable[[], int] | None = None,
-) -> _TtlState:
+) -> TtlState:
     """The TTL state for ``descriptor`` (which must have an enabled TTL config), on top of
     ``get_raw_state(raw_descriptor(descriptor))``; ``clock`` returns milliseconds (default:
     processing time)."""
@@ -759,6 +804,10 @@ def wrap_with_ttl(
         return TtlListState(raw, settings, clock)
     if kind == "map":
         return TtlMapState(raw, settings, clock)
+    # the kinds are those of the descriptor classes (ttl_settings accepted only RAW_KINDS)
     if kind == "reducing":
-        return TtlReducingState(raw, settings, clock, descriptor.reduce)
-    return TtlAggregatingState(raw, settings, clock, descriptor.agg_function)
+        return TtlReducingState(
+            raw, settings, clock, cast(ReducingStateDescriptor, descriptor).reduce
+        )
+    agg = cast(AggregatingStateDescriptor, descriptor).agg_function
+    return TtlAggregatingState(raw, settings, clock, agg)
