@@ -14,7 +14,13 @@ from typing import Any
 
 from fsspec.core import url_to_fs
 
-from lockgate.connectors.base import Assignment, Progress, Source, SourceError, SplitEnumerator
+from lockgate.connectors.base import (
+    Source,
+    SourceError,
+    SplitAssignment,
+    SplitEnumerator,
+    SplitProgress,
+)
 
 
 def _is_hidden(path: str, root: str) -> bool:
@@ -61,10 +67,12 @@ class TextLineFileSource(Source):
     def create_enumerator(self, parallelism: int) -> FileEnumerator:
         return FileEnumerator(self, parallelism)
 
-    def read(self, assignment: Assignment, progress: dict[str, Progress]) -> Iterator[str]:
-        path = assignment["split"]
-        offset = assignment["start"]
-        limit = assignment["max_records"]
+    def read(
+        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
+    ) -> Iterator[str]:
+        path = assignment.split
+        offset = assignment.start
+        limit = assignment.max_records
         count = 0
         try:
             fs, local = url_to_fs(path)
@@ -90,7 +98,7 @@ class TextLineFileSource(Source):
                 finished = count < limit or at_end
         except FileNotFoundError:
             raise SourceError(f"FileSource input file disappeared: {path}") from None
-        progress[path] = {"position": offset, "finished": finished}
+        progress[path] = SplitProgress(offset, finished)
 
     def _decode(self, line: bytes, path: str, offset: int) -> str:
         try:
@@ -142,26 +150,22 @@ class FileEnumerator(SplitEnumerator):
                 self.positions[path] = 0
         self.last_discovery = time.monotonic()
 
-    def plan(self, max_records_per_split: int) -> dict[int, list[Assignment]]:
+    def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
         interval = self.source.monitor_interval_ms
         if interval is not None and time.monotonic() - self.last_discovery >= interval / 1000:
             self._discover()
-        assignments: dict[int, list[Assignment]] = {}
+        assignments: dict[int, list[SplitAssignment]] = {}
         for path, subtask in self.owner.items():
             if path not in self.finished:
                 assignments.setdefault(subtask, []).append(
-                    {
-                        "split": path,
-                        "start": self.positions[path],
-                        "max_records": max_records_per_split,
-                    }
+                    SplitAssignment(path, self.positions[path], max_records_per_split, False)
                 )
         return assignments
 
-    def acknowledge(self, progress: dict[str, Progress]) -> None:
+    def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
         for path, report in progress.items():
-            self.positions[path] = int(report["position"])
-            if report["finished"]:
+            self.positions[path] = report.position
+            if report.finished:
                 self.finished.add(path)
 
     def is_finished(self) -> bool:
@@ -174,7 +178,7 @@ class FileEnumerator(SplitEnumerator):
             "finished": sorted(self.finished),
         }
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
+    def restore(self, snapshot: Any, where: str) -> None:
         self.owner = {path: int(subtask) for path, subtask in snapshot["owner"].items()}
         self.positions = {path: int(pos) for path, pos in snapshot["positions"].items()}
         self.finished = set(snapshot["finished"])

@@ -33,7 +33,7 @@ from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend
 from lockgate.runtime.taskexecutor import epoch_task
-from lockgate.runtime.taskexecutor.epoch_task import EpochTask
+from lockgate.runtime.taskexecutor.epoch_task import EpochTask, source_input
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_for_hash, key_group_range
 from lockgate.state.key_hash import stable_key_hash
@@ -200,8 +200,9 @@ class Cluster:
         self.tries += 1
         epoch = self.state.epoch + 1
         tag = f"e{epoch}-g{self.generation}t{self.tries}"
-        [plan] = [e.plan(max_records) for e in self.state.enumerators.values()]
-        out, attempt = self.run_task(self.source, epoch, tag, [plan.get(0, [])], "src", "src")
+        [enumerator] = self.state.enumerators.values()
+        items = [source_input(enumerator, enumerator.plan(max_records).get(0, []))]
+        out, attempt = self.run_task(self.source, epoch, tag, items, "src", "src")
         return Epoch(self, epoch, tag, out, attempt, checkpoint)
 
     def epoch(self, worker: str, host: str = "a", max_records: int = 10, **kw: Any) -> SubtaskAck:

@@ -351,7 +351,11 @@ class JobMaster:
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
             output = spark_job.run(
-                tasks, plans, f"lockgate {self.summary.job_name} epoch {epoch}", timeout
+                tasks,
+                plans,
+                state.enumerators,
+                f"lockgate {self.summary.job_name} epoch {epoch}",
+                timeout,
             )
         except EpochTimeout:
             smaller = self.epoch_cap.shrink()

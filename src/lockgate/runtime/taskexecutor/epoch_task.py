@@ -21,6 +21,7 @@ from pyspark import TaskContext, cloudpickle
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
+from lockgate.connectors.base import SplitAssignment, SplitEnumerator, SplitProgress
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.keyed_state import KeyedStateSettings
@@ -69,6 +70,14 @@ def _freeze_long_lived() -> None:
         gc.collect()
         gc.freeze()
         _gc_frozen = True
+
+
+def source_input(
+    enumerator: SplitEnumerator, assignments: list[SplitAssignment]
+) -> list[tuple[dict[str, Any], Any]]:
+    """A source subtask's partition data for one epoch: per assignment its control record
+    (JSON, checked when the task reads it) and its payload (data, pickled like records)."""
+    return [(assignment.to_json(), enumerator.payload(assignment)) for assignment in assignments]
 
 
 def _drain(outbox: list[Any]) -> list[Any]:
@@ -161,14 +170,19 @@ class EpochTask:
         subtask.begin_epoch(self.epoch, self.commit_on_checkpoint, version, staging)
         outbox = subtask.outbox
         outbox.clear()
-        progress: dict[str, Any] = {}
+        progress: dict[str, SplitProgress] = {}
         consumed: dict[str, str] = {}
         records_in = 0
         if subtask.source is not None:
             emit_batch = subtask.source_emit_batch
-            # The source's assignments arrive as this partition's data (see EpochJob).
-            for assignment in [a for part in items for a in part]:
-                reader = subtask.source.read(assignment, progress)
+            # The source's assignments arrive as this partition's data (see source_input).
+            for number, (raw, payload) in enumerate(item for part in items for item in part):
+                where = (
+                    f"split assignment {number} of epoch {self.epoch} to subtask {index} of "
+                    f"task {self.vertex_id}"
+                )
+                assignment = SplitAssignment.from_json(raw, where)
+                reader = subtask.source.read(assignment, payload, progress)
                 while True:
                     chunk = list(islice(reader, _SOURCE_CHUNK))
                     emit_batch(chunk)
