@@ -38,7 +38,12 @@ from pyspark import cloudpickle
 
 from lockgate.common import Configuration, WatermarkStrategy
 from lockgate.common import config_options as options
-from lockgate.connectors.base import Assignment, OffsetSplitEnumerator, Progress, Source
+from lockgate.connectors.base import (
+    OffsetSplitEnumerator,
+    Source,
+    SplitAssignment,
+    SplitProgress,
+)
 from lockgate.datastream import StreamExecutionEnvironment
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors import DiscardingSink
@@ -115,8 +120,7 @@ class KeySpaceSource(Source):
             self._sample = (touch, rng.sample(range(self.keys), self.touch_keys))
         return self._sample[1][layout["touch_lo"] : layout["touch_lo"] + layout["per_touch"]]
 
-    def records(self, split: int, splits: int, start: int, stop: int) -> Iterator[Any]:
-        layout = self.layout(split, splits)
+    def records(self, layout: dict[str, int], start: int, stop: int) -> Iterator[Any]:
         load, per_touch = layout["load"], layout["per_touch"]
         position = start
         if position < load:
@@ -133,11 +137,13 @@ class KeySpaceSource(Source):
         if position < stop:  # the poison record
             yield 0, POISON
 
-    def read(self, assignment: Assignment, progress: dict[str, Progress]) -> Iterator[Any]:
-        start = assignment["start"]
-        stop = start + assignment["max_records"]
-        yield from self.records(int(assignment["split"]), assignment["splits"], start, stop)
-        progress[assignment["split"]] = {"position": stop, "finished": assignment["last"]}
+    def read(
+        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
+    ) -> Iterator[Any]:
+        start = assignment.start
+        stop = start + assignment.max_records
+        yield from self.records(payload, start, stop)  # payload: the split's layout
+        progress[assignment.split] = SplitProgress(stop, assignment.last)
 
 
 class KeySpaceEnumerator(OffsetSplitEnumerator):
@@ -146,7 +152,6 @@ class KeySpaceEnumerator(OffsetSplitEnumerator):
     source_name = "key-space"
 
     def __init__(self, source: KeySpaceSource, parallelism: int):
-        self.splits = parallelism
         self.layouts = {str(i): source.layout(i, parallelism) for i in range(parallelism)}
         if source.touch_epochs and any(s["per_touch"] < 1 for s in self.layouts.values()):
             raise ValueError(f"touch_keys ({source.touch_keys}) must be >= {parallelism}")
@@ -165,8 +170,8 @@ class KeySpaceEnumerator(OffsetSplitEnumerator):
             return min(touch_stop, start + max_records)
         return layout["total"]
 
-    def assignment(self, split: str, start: int, stop: int) -> Assignment:
-        return {**super().assignment(split, start, stop), "splits": self.splits}
+    def payload(self, assignment: SplitAssignment) -> dict[str, int]:
+        return self.layouts[assignment.split]
 
 
 def state_job(

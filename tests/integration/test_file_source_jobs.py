@@ -9,9 +9,20 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from exactly_once_job import (
+    checkpointed_env,
+    chk_dirs,
+    committed_lines,
+    file_sink,
+    job_dirs,
+    metadata_body,
+    recovery_settings,
+)
 from lockgate_it_support import SparkJobCounter, by_key, collect, run_in_thread
 
 from lockgate.common import Duration, WatermarkStrategy
+from lockgate.connectors.file_source import FileEnumeratorState
+from lockgate.datastream import ExternalizedCheckpointRetention
 from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
 
 
@@ -172,6 +183,57 @@ def test_continuous_monitoring_reads_files_added_while_running(make_env, spark, 
     # Lines of one file arrive in file order.
     for name, lines in by_key(actual, lambda line: line.rsplit(" ", 2)[0]).items():
         assert lines == sorted(lines, key=lambda line: int(line.rsplit(" ", 1)[1])), name
+
+
+def test_a_resumed_continuous_job_reads_each_file_once(make_env, tmp_path):
+    """A new run resumes from the retained checkpoint of a cancelled one. Meanwhile a file
+    that was read is deleted (and forgotten), a file is added and a file written long ago
+    elsewhere is moved in (an old modification time): only the two new files are read."""
+    directory = tmp_path / "incoming"
+    directory.mkdir()
+    checkpoints = tmp_path / "checkpoints"
+    out = tmp_path / "out"
+    lines = {name: [f"{name} {i}" for i in range(5)] for name in ("a", "b", "c", "d", "old")}
+
+    def put(path: Path, name: str) -> None:
+        path.write_text("\n".join(lines[name]) + "\n")
+
+    def run(names: list[str], settings: dict[str, str]) -> list[str]:
+        env = checkpointed_env(
+            make_env,
+            checkpoints,
+            2,
+            settings={"lockgate.source.idle-poll-ms": "50", **settings},
+            retention=ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION,
+        )
+        stream = read_lines(env, file_source(directory, monitor_ms=50)).uid("files")
+        stream.sink_to(file_sink(out)).uid("out")
+        expected = sum(len(lines[name]) for name in names)
+        return run_in_thread(lambda: stream.execute_and_collect(limit=expected), 90)
+
+    for name in ("a", "b", "c"):
+        put(directory / f"{name}.txt", name)
+    first = run(["a", "b", "c"], {})
+    [first_job] = job_dirs(checkpoints)
+
+    (directory / "a.txt").unlink()
+    put(directory / "d.txt", "d")
+    staged = tmp_path / "staging" / "old.txt"
+    staged.parent.mkdir()
+    put(staged, "old")
+    os.utime(staged, (1_000_000, 1_000_000))
+    os.rename(staged, directory / "old.txt")
+    second = run(["d", "old"], recovery_settings(chk_dirs(first_job)[-1]))
+
+    assert Counter(first) == Counter(lines["a"] + lines["b"] + lines["c"])
+    assert Counter(second) == Counter(lines["d"] + lines["old"])
+    # What the second run's first checkpoint committed: every line once, none read again
+    assert committed_lines(out) == Counter(line for name in lines for line in lines[name])
+    [second_job] = [job for job in job_dirs(checkpoints) if job != first_job]
+    source = metadata_body(chk_dirs(second_job)[-1])["operators"]["files"]
+    state = FileEnumeratorState.from_json(source["coordinator_state"], "test")
+    assert state.reading == ()
+    assert state.finished == tuple(f"{directory}/{n}.txt" for n in ("b", "c", "d", "old"))
 
 
 @pytest.mark.parametrize("use_execute", [False, True])

@@ -1,39 +1,116 @@
 """The contract between sources and the runtime (in the spirit of Flink's FLIP-27).
 
 On the driver, a ``SplitEnumerator`` plans each epoch: for every source subtask, which
-splits to read, from which position, and how many records at most. Inside a Spark task,
-the source's reader reads exactly that and reports where each split stopped. Positions are
-JSON values so that they can go into plans, acknowledgements and checkpoints as they are.
+splits to read, from which position, and how many records at most (``SplitAssignment``).
+Inside a Spark task, the source's reader reads exactly that and reports where each split
+stopped (``SplitProgress``). Positions are non-negative integer offsets (records, bytes).
+
+Assignments, progress reports and the enumerator's checkpoint state are control records:
+frozen dataclasses with a JSON form, checked field by field when read, so that a damaged
+one fails naming what is wrong and where. Records that a source holds on the driver (a
+collection's) are data, not control: they travel beside their assignment as its
+*payload*, pickled by Spark like any record, and never enter acknowledgements or
+checkpoints.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
+
+from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+
+ASSIGNMENT_FORMAT = "lockgate-split-assignment"
+ASSIGNMENT_VERSION = 1
+OFFSET_STATE_FORMAT = "lockgate-offset-splits"
+OFFSET_STATE_VERSION = 1
 
 
 class SourceError(RuntimeError):
     """A source cannot read its input: a missing, unreadable or undecodable file."""
 
 
-# One unit of reading work: {"split": id, "start": position, "max_records": n, ...}
-Assignment = dict[str, Any]
-# What a reader reports per split: {"position": position, "finished": bool}
-Progress = dict[str, Any]
+def position_field(raw: dict[str, Any], name: str, where: str) -> int:
+    """``raw[name]``, which must be a position: an int, not negative."""
+    value = field(raw, name, int, where)
+    if value < 0:
+        raise RecordFormatError(f"{where}: field '{name}' is {value}, not a position (>= 0)")
+    return value
+
+
+@dataclass(frozen=True)
+class SplitAssignment:
+    """What one source subtask reads of one split in one epoch (Flink: a source split)."""
+
+    split: str
+    start: int  # position to read from
+    max_records: int  # read at most this many records
+    last: bool  # the range reaches the split's end (False where the end is not known)
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            ASSIGNMENT_FORMAT,
+            ASSIGNMENT_VERSION,
+            {
+                "split": self.split,
+                "start": self.start,
+                "max_records": self.max_records,
+                "last": self.last,
+            },
+        )
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> SplitAssignment:
+        body = open_envelope(raw, ASSIGNMENT_FORMAT, ASSIGNMENT_VERSION, where)
+        max_records = field(body, "max_records", int, where)
+        if max_records < 1:
+            raise RecordFormatError(f"{where}: field 'max_records' is {max_records}, not >= 1")
+        return SplitAssignment(
+            field(body, "split", str, where),
+            position_field(body, "start", where),
+            max_records,
+            field(body, "last", bool, where),
+        )
+
+
+@dataclass(frozen=True)
+class SplitProgress:
+    """Where a reader stopped in one split. It travels inside a subtask's acknowledgement,
+    whose format version covers it."""
+
+    position: int  # the next position to read
+    finished: bool  # the split is read to its end
+
+    def to_json(self) -> dict[str, Any]:
+        return {"position": self.position, "finished": self.finished}
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> SplitProgress:
+        if not isinstance(raw, dict):
+            raise RecordFormatError(f"{where} is not an object")
+        return SplitProgress(
+            position_field(raw, "position", where), field(raw, "finished", bool, where)
+        )
 
 
 class SplitEnumerator(ABC):
     @abstractmethod
-    def plan(self, max_records_per_split: int) -> dict[int, list[Assignment]]:
+    def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
         """Assignments per source subtask for the next epoch; empty when nothing to read."""
+
+    def payload(self, assignment: SplitAssignment) -> Any:
+        """What travels to the reader beside ``assignment``: data the driver holds (a
+        collection's records). None for sources whose readers fetch their input."""
+        return None
 
     def will_finish(self) -> bool:
         """Whether the epoch just planned reads everything that is left, as far as known."""
         return False
 
     @abstractmethod
-    def acknowledge(self, progress: dict[str, Progress]) -> None:
+    def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
         """Positions the readers reached in the epoch that completed."""
 
     @abstractmethod
@@ -42,71 +119,91 @@ class SplitEnumerator(ABC):
 
     @abstractmethod
     def snapshot(self) -> dict[str, Any]:
-        """The enumerator's positions and pending splits, as JSON."""
+        """The enumerator's positions and pending splits: a JSON record with its format name
+        and version (a checkpoint's ``coordinator_state``)."""
 
     @abstractmethod
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        """Go back to the positions of a ``snapshot`` (from a checkpoint)."""
+    def restore(self, snapshot: Any, where: str) -> None:
+        """Go back to the state of a ``snapshot`` (from a checkpoint). A damaged, foreign or
+        incompatible one raises ``RecordFormatError`` naming ``where``, and leaves the
+        enumerator as it was."""
+
+
+@dataclass(frozen=True)
+class OffsetSplitsState:
+    """The checkpoint state of an ``OffsetSplitEnumerator``: every split's position."""
+
+    positions: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(OFFSET_STATE_FORMAT, OFFSET_STATE_VERSION, {"positions": self.positions})
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> OffsetSplitsState:
+        body = open_envelope(raw, OFFSET_STATE_FORMAT, OFFSET_STATE_VERSION, where)
+        positions = field(body, "positions", dict, where)
+        return OffsetSplitsState(
+            {split: position_field(positions, split, f"{where}, positions") for split in positions}
+        )
 
 
 class OffsetSplitEnumerator(SplitEnumerator):
     """Splits whose positions are offsets from a start to a known end: the planning,
-    acknowledging and checkpointing of sources that can read any offset range again."""
+    acknowledging and checkpointing of sources that can read any offset range again.
+    Split ``str(i)`` is read by subtask i."""
 
     source_name = "source"  # in error messages
 
     def __init__(self, starts: dict[str, int], ends: dict[str, int]):
+        self.starts = starts
         self.ends = ends
         self.positions = dict(starts)
-        self._planned: dict[int, list[Assignment]] = {}
+        self._planned: dict[int, list[SplitAssignment]] = {}
 
     def stop(self, split: str, start: int, max_records: int) -> int:
         """Where an epoch that starts at ``start`` ends reading ``split``."""
         return min(self.ends[split], start + max_records)
 
-    def assignment(self, split: str, start: int, stop: int) -> Assignment:
-        """The assignment for one split's range; subclasses add what readers need."""
-        return {
-            "split": split,
-            "start": start,
-            "max_records": stop - start,
-            "last": stop == self.ends[split],
-        }
-
-    def plan(self, max_records_per_split: int) -> dict[int, list[Assignment]]:
-        assignments: dict[int, list[Assignment]] = {}
+    def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
+        assignments: dict[int, list[SplitAssignment]] = {}
         for split, end in self.ends.items():
             start = self.positions[split]
             if start < end:
                 stop = self.stop(split, start, max_records_per_split)
-                assignments[int(split)] = [self.assignment(split, start, stop)]
+                assignments[int(split)] = [SplitAssignment(split, start, stop - start, stop == end)]
         self._planned = assignments
         return assignments
 
     def will_finish(self) -> bool:
         return all(
-            self.positions[split] >= end
-            or any(a["last"] for a in self._planned.get(int(split), ()))
+            self.positions[split] >= end or any(a.last for a in self._planned.get(int(split), ()))
             for split, end in self.ends.items()
         )
 
-    def acknowledge(self, progress: dict[str, Progress]) -> None:
+    def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
         for split, report in progress.items():
-            self.positions[split] = int(report["position"])
+            self.positions[split] = report.position
 
     def is_finished(self) -> bool:
         return all(self.positions[split] >= end for split, end in self.ends.items())
 
     def snapshot(self) -> dict[str, Any]:
-        return {"positions": dict(self.positions)}
+        return OffsetSplitsState(dict(self.positions)).to_json()
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        positions = {split: int(pos) for split, pos in snapshot["positions"].items()}
+    def restore(self, snapshot: Any, where: str) -> None:
+        positions = OffsetSplitsState.from_json(snapshot, where).positions
         if positions.keys() != self.positions.keys():
-            raise ValueError(
-                f"the {self.source_name} source was checkpointed with splits "
+            raise RecordFormatError(
+                f"{where}: the {self.source_name} source was checkpointed with splits "
                 f"{sorted(positions)}, but now has {sorted(self.positions)}"
             )
+        for split, position in positions.items():
+            if not self.starts[split] <= position <= self.ends[split]:
+                raise RecordFormatError(
+                    f"{where}: position {position} of split '{split}' is outside its range "
+                    f"[{self.starts[split]}, {self.ends[split]}] (the {self.source_name} "
+                    "source has other input than when it was checkpointed)"
+                )
         self.positions = positions
 
 
@@ -121,8 +218,11 @@ class Source(ABC):
     def create_enumerator(self, parallelism: int) -> SplitEnumerator: ...
 
     @abstractmethod
-    def read(self, assignment: Assignment, progress: dict[str, Progress]) -> Iterator[Any]:
-        """Yield the assignment's records; record the split's end in ``progress``."""
+    def read(
+        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
+    ) -> Iterator[Any]:
+        """Yield the assignment's records; record the split's end in ``progress``.
+        ``payload`` is what the enumerator sent beside the assignment."""
 
     def validate(self) -> None:
         """Check the source's configuration on the driver, before the job starts."""

@@ -1,7 +1,8 @@
 """``from_collection``: a bounded source over a Python collection held by the driver.
 
 As in Flink the source is non-parallel by default; each epoch ships only the slice its
-subtask reads, and the records themselves are read (and processed) inside Spark tasks.
+subtask reads (as the assignment's payload), and the records themselves are read (and
+processed) inside Spark tasks.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lockgate.connectors.base import Assignment, OffsetSplitEnumerator, Progress, Source
+from lockgate.connectors.base import OffsetSplitEnumerator, Source, SplitAssignment, SplitProgress
 
 
 class CollectionSource(Source):
@@ -19,17 +20,18 @@ class CollectionSource(Source):
         self.collection = list(collection)
 
     def __getstate__(self) -> dict[str, Any]:
-        # Tasks receive their slices in the epoch plan, never the whole collection.
+        # Tasks receive their slices with their assignments, never the whole collection.
         return {"collection": None}
 
     def create_enumerator(self, parallelism: int) -> CollectionEnumerator:
         return CollectionEnumerator(self.collection, parallelism)
 
-    def read(self, assignment: Assignment, progress: dict[str, Progress]) -> Iterator[Any]:
-        records = assignment["records"]
-        yield from records
-        end = assignment["start"] + len(records)
-        progress[assignment["split"]] = {"position": end, "finished": assignment["last"]}
+    def read(
+        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
+    ) -> Iterator[Any]:
+        yield from payload
+        end = assignment.start + len(payload)
+        progress[assignment.split] = SplitProgress(end, assignment.last)
 
 
 class CollectionEnumerator(OffsetSplitEnumerator):
@@ -46,5 +48,5 @@ class CollectionEnumerator(OffsetSplitEnumerator):
             {str(i): bounds[i + 1] for i in range(parallelism)},
         )
 
-    def assignment(self, split: str, start: int, stop: int) -> Assignment:
-        return {**super().assignment(split, start, stop), "records": self.collection[start:stop]}
+    def payload(self, assignment: SplitAssignment) -> list[Any]:
+        return self.collection[assignment.start : assignment.start + assignment.max_records]

@@ -3,18 +3,50 @@
 A split is one file and its position a byte offset, so a re-run of an epoch reads exactly
 the same lines: the plan fixes the start offset and the record count, and files are
 immutable once they are visible (write them elsewhere and move them in, as with Flink).
-Names starting with '.' or '_' are hidden and skipped, as in Flink.
+Names starting with '.' or '_' are hidden and skipped, as in Flink, and a path is a file's
+identity, as in Flink.
+
+What the enumerator keeps, since a continuous job may run for months: the files it is
+reading (subtask and byte offset each; an epoch plans only these), and the paths of
+finished files (read to their end) for as long as a listing still shows them. A finished
+file that a listing no longer shows was deleted and is forgotten, so the state follows
+what the directories hold, not their history; a checkpoint stores the finished paths
+sorted and front-coded (each entry only the tail in which it differs from the previous
+path). After a restore, a listed file is new exactly when it is neither being read nor
+finished, so nothing is read twice and nothing that came meanwhile is missed.
+
+Why not a watermark ("everything modified before t is done"), which would be smaller: a
+file moved into a directory keeps its modification time, so a file can appear below the
+watermark long after it passed and would be skipped. The rule needs a listing to show every
+visible file (object stores list consistently today), and a name that is deleted and
+written again between two listings counts as read. A listing (every monitor interval; once
+for a bounded source) costs one pass over what it lists.
 """
 
 from __future__ import annotations
 
+import heapq
+import os
 import time
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fsspec.core import url_to_fs
 
-from lockgate.connectors.base import Assignment, Progress, Source, SourceError, SplitEnumerator
+from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.connectors.base import (
+    Source,
+    SourceError,
+    SplitAssignment,
+    SplitEnumerator,
+    SplitProgress,
+    position_field,
+)
+
+STATE_FORMAT = "lockgate-file-source-splits"
+STATE_VERSION = 1
 
 
 def _is_hidden(path: str, root: str) -> bool:
@@ -61,10 +93,12 @@ class TextLineFileSource(Source):
     def create_enumerator(self, parallelism: int) -> FileEnumerator:
         return FileEnumerator(self, parallelism)
 
-    def read(self, assignment: Assignment, progress: dict[str, Progress]) -> Iterator[str]:
-        path = assignment["split"]
-        offset = assignment["start"]
-        limit = assignment["max_records"]
+    def read(
+        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
+    ) -> Iterator[str]:
+        path = assignment.split
+        offset = assignment.start
+        limit = assignment.max_records
         count = 0
         try:
             fs, local = url_to_fs(path)
@@ -90,7 +124,7 @@ class TextLineFileSource(Source):
                 finished = count < limit or at_end
         except FileNotFoundError:
             raise SourceError(f"FileSource input file disappeared: {path}") from None
-        progress[path] = {"position": offset, "finished": finished}
+        progress[path] = SplitProgress(offset, finished)
 
     def _decode(self, line: bytes, path: str, offset: int) -> str:
         try:
@@ -123,58 +157,163 @@ def _split_carriage_returns(raw: bytes) -> Iterator[tuple[bytes, int]]:
         start = stop + width
 
 
+@dataclass(frozen=True)
+class FileSplit:
+    """A file being read: the subtask that reads it and the byte offset it reached."""
+
+    path: str
+    subtask: int
+    position: int
+
+
+def _front_code(paths: tuple[str, ...]) -> list[list[Any]]:
+    """Paths in order, each as ``[length of the prefix shared with the previous path, the
+    rest]``."""
+    coded: list[list[Any]] = []
+    previous = ""
+    for path in sorted(paths):
+        shared = len(os.path.commonprefix((previous, path)))  # noqa: RUF071 (by character)
+        coded.append([shared, path[shared:]])
+        previous = path
+    return coded
+
+
+def _front_decode(coded: list[Any], where: str) -> list[str]:
+    paths: list[str] = []
+    previous = ""
+    for number, entry in enumerate(coded):
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and type(entry[0]) is int
+            and isinstance(entry[1], str)
+            and 0 <= entry[0] <= len(previous)
+        ):
+            raise RecordFormatError(
+                f"{where}: entry {number} is {entry!r:.80}, not [length of the prefix shared "
+                "with the previous path, rest of the path]"
+            )
+        path = previous[: entry[0]] + entry[1]
+        if path <= previous:  # sorted and unique, so that a damaged list does not pass
+            raise RecordFormatError(
+                f"{where}: entry {number} ({path!r:.80}) does not sort after the path before it"
+            )
+        paths.append(path)
+        previous = path
+    return paths
+
+
+@dataclass(frozen=True)
+class FileEnumeratorState:
+    """The checkpoint state of a ``FileEnumerator``."""
+
+    reading: tuple[FileSplit, ...]  # files not read to their end, by path
+    finished: tuple[str, ...]  # files read to their end that the last listing showed, sorted
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            STATE_FORMAT,
+            STATE_VERSION,
+            {
+                "reading": [
+                    {"path": s.path, "subtask": s.subtask, "position": s.position}
+                    for s in self.reading
+                ],
+                "finished": _front_code(self.finished),
+            },
+        )
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> FileEnumeratorState:
+        body = open_envelope(raw, STATE_FORMAT, STATE_VERSION, where)
+        reading: list[FileSplit] = []
+        for number, entry in enumerate(field(body, "reading", list, where)):
+            at = f"{where}, reading entry {number}"
+            if not isinstance(entry, dict):
+                raise RecordFormatError(f"{at} is not an object")
+            reading.append(
+                FileSplit(
+                    field(entry, "path", str, at),
+                    field(entry, "subtask", int, at),
+                    position_field(entry, "position", at),
+                )
+            )
+        finished = _front_decode(field(body, "finished", list, where), f"{where}, finished")
+        paths = Counter(split.path for split in reading)
+        for path, count in paths.items():
+            if count > 1:
+                raise RecordFormatError(f"{where}: {path} is in 'reading' {count} times")
+        both = paths.keys() & set(finished)
+        if both:
+            raise RecordFormatError(f"{where}: {min(both)} is both being read and finished")
+        return FileEnumeratorState(tuple(reading), tuple(finished))
+
+
 class FileEnumerator(SplitEnumerator):
-    """Discovers files, assigns each to one subtask, and tracks its byte offset."""
+    """Discovers files, gives each new one to the subtask reading the fewest, and tracks its
+    byte offset until it is read to its end (see the module docstring for what it keeps)."""
 
     def __init__(self, source: TextLineFileSource, parallelism: int):
         self.source = source
         self.parallelism = parallelism
-        self.owner: dict[str, int] = {}
-        self.positions: dict[str, int] = {}
+        self.reading: dict[str, FileSplit] = {}
         self.finished: set[str] = set()
-        self.last_discovery = 0.0
-        self._discover()
+        # monotonic time of the next listing; None once a bounded source has listed its files
+        self.next_listing: float | None = 0.0
 
-    def _discover(self) -> None:
-        for path in self.source.list_files():
-            if path not in self.owner:
-                self.owner[path] = len(self.owner) % self.parallelism
-                self.positions[path] = 0
-        self.last_discovery = time.monotonic()
-
-    def plan(self, max_records_per_split: int) -> dict[int, list[Assignment]]:
+    def _list(self) -> None:
+        listed = self.source.list_files()
+        self.finished.intersection_update(listed)  # the others were deleted
+        reading = Counter(split.subtask for split in self.reading.values())
+        least_busy = [(reading[subtask], subtask) for subtask in range(self.parallelism)]
+        heapq.heapify(least_busy)
+        for path in listed:
+            if path not in self.reading and path not in self.finished:
+                count, subtask = least_busy[0]
+                heapq.heapreplace(least_busy, (count + 1, subtask))
+                self.reading[path] = FileSplit(path, subtask, 0)
         interval = self.source.monitor_interval_ms
-        if interval is not None and time.monotonic() - self.last_discovery >= interval / 1000:
-            self._discover()
-        assignments: dict[int, list[Assignment]] = {}
-        for path, subtask in self.owner.items():
-            if path not in self.finished:
-                assignments.setdefault(subtask, []).append(
-                    {
-                        "split": path,
-                        "start": self.positions[path],
-                        "max_records": max_records_per_split,
-                    }
-                )
+        self.next_listing = None if interval is None else time.monotonic() + interval / 1000
+
+    def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
+        if self.next_listing is not None and time.monotonic() >= self.next_listing:
+            self._list()
+        assignments: dict[int, list[SplitAssignment]] = {}
+        for split in self.reading.values():
+            assignments.setdefault(split.subtask, []).append(
+                SplitAssignment(split.path, split.position, max_records_per_split, False)
+            )
         return assignments
 
-    def acknowledge(self, progress: dict[str, Progress]) -> None:
+    def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
         for path, report in progress.items():
-            self.positions[path] = int(report["position"])
-            if report["finished"]:
+            if report.finished:
+                del self.reading[path]
                 self.finished.add(path)
+            else:
+                self.reading[path] = replace(self.reading[path], position=report.position)
 
     def is_finished(self) -> bool:
-        return self.source.bounded and len(self.finished) == len(self.owner)
+        return self.source.bounded and self.next_listing is None and not self.reading
 
     def snapshot(self) -> dict[str, Any]:
-        return {
-            "positions": dict(self.positions),
-            "owner": dict(self.owner),
-            "finished": sorted(self.finished),
-        }
+        if self.source.bounded and self.next_listing is not None:
+            # A bounded source reads the files of its one listing: a checkpoint holds them,
+            # even one taken before the first epoch was planned.
+            self._list()
+        reading = tuple(sorted(self.reading.values(), key=lambda split: split.path))
+        return FileEnumeratorState(reading, tuple(sorted(self.finished))).to_json()
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        self.owner = {path: int(subtask) for path, subtask in snapshot["owner"].items()}
-        self.positions = {path: int(pos) for path, pos in snapshot["positions"].items()}
-        self.finished = set(snapshot["finished"])
+    def restore(self, snapshot: Any, where: str) -> None:
+        state = FileEnumeratorState.from_json(snapshot, where)
+        for split in state.reading:
+            if not 0 <= split.subtask < self.parallelism:
+                raise RecordFormatError(
+                    f"{where}: {split.path} is read by subtask {split.subtask}, but the source "
+                    f"has {self.parallelism} subtasks"
+                )
+        self.reading = {split.path: split for split in state.reading}
+        self.finished = set(state.finished)
+        # A bounded source's files are those of the checkpoint; a continuous one lists at
+        # once, since files may have come and gone after the checkpoint.
+        self.next_listing = None if self.source.bounded else 0.0

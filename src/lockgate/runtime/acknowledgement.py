@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.connectors.base import SplitProgress
 from lockgate.state.manifests import KeyedStateSnapshot
 
 FORMAT = "lockgate-subtask-ack"
@@ -35,7 +36,7 @@ class SubtaskAck:
     run: str  # job id and restart generation
     attempt: str  # names the attempt's files and the subtask version it leaves behind
     records_in: int
-    source_progress: dict[str, Any]  # split -> position reached (source subtasks)
+    source_progress: dict[str, SplitProgress]  # split -> where reading stopped (source subtasks)
     state: KeyedStateSnapshot | None  # keyed subtasks
     operators: dict[str, Any]  # operator uid -> operator state
     restored: bool  # rebuilt from files rather than found live in the worker
@@ -53,7 +54,9 @@ class SubtaskAck:
                 "run": self.run,
                 "attempt": self.attempt,
                 "records_in": self.records_in,
-                "source_progress": self.source_progress,
+                "source_progress": {
+                    split: progress.to_json() for split, progress in self.source_progress.items()
+                },
                 "state": self.state.to_json() if self.state is not None else None,
                 "operators": self.operators,
                 "restored": self.restored,
@@ -69,6 +72,10 @@ class SubtaskAck:
         state: dict[str, Any] | None = field(body, "state", (dict, type(None)), where)
         if not all(isinstance(v, str) for v in consumed.values()):
             raise RecordFormatError(f"{where}: field 'consumed' must map channels to attempts")
+        source_progress = {
+            split: SplitProgress.from_json(progress, f"{where}, progress of split {split!r}")
+            for split, progress in field(body, "source_progress", dict, where).items()
+        }
         return SubtaskAck(
             vertex=field(body, "vertex", int, where),
             subtask=field(body, "subtask", int, where),
@@ -76,7 +83,7 @@ class SubtaskAck:
             run=field(body, "run", str, where),
             attempt=field(body, "attempt", str, where),
             records_in=field(body, "records_in", int, where),
-            source_progress=field(body, "source_progress", dict, where),
+            source_progress=source_progress,
             state=KeyedStateSnapshot.from_json(state, where) if state is not None else None,
             operators=field(body, "operators", dict, where),
             restored=field(body, "restored", bool, where),

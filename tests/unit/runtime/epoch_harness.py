@@ -32,7 +32,7 @@ from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.task_deployment import TaskDeploymentDescriptor
 from lockgate.runtime.taskexecutor import epoch_task, subtask_cache
-from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask
+from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
 from lockgate.runtime.taskexecutor.subtask_cache import SubtaskCache
 from lockgate.state import manifests
 from lockgate.state.backend_settings import KeyedStateSettings
@@ -214,8 +214,9 @@ class Cluster:
         self.tries += 1
         epoch = self.state.epoch + 1
         tag = f"e{epoch}-g{self.generation}t{self.tries}"
-        [plan] = [e.plan(max_records) for e in self.state.enumerators.values()]
-        out, attempt = self.run_task(self.source, epoch, tag, plan.get(0, []), "src", "src")
+        [enumerator] = self.state.enumerators.values()
+        items = source_input(enumerator, enumerator.plan(max_records).get(0, []))
+        out, attempt = self.run_task(self.source, epoch, tag, items, "src", "src")
         return Epoch(self, epoch, tag, out, attempt, checkpoint)
 
     def epoch(self, worker: str, host: str = "a", max_records: int = 10, **kw: Any) -> SubtaskAck:

@@ -8,6 +8,7 @@ import pytest
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.connectors.base import SplitProgress
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.state.manifests import FileHandle, KeyedStateSnapshot, RocksDBManifest
 
@@ -20,7 +21,7 @@ def an_ack(**changes) -> SubtaskAck:
         run="job#0",
         attempt="e5-g0t5a17",
         records_in=40,
-        source_progress={},
+        source_progress={"0": SplitProgress(812, False), "1": SplitProgress(40, True)},
         state=KeyedStateSnapshot(
             RocksDBManifest({"count": "value"}, {"000009.sst": FileHandle("file:///s/9", 77)}, "t"),
             77,
@@ -44,6 +45,16 @@ def test_a_missing_field_names_the_file_and_the_field():
     raw = an_ack().to_json()
     del raw["operators"]
     with pytest.raises(RecordFormatError, match=r"acks/1-2.json lacks the field 'operators'"):
+        SubtaskAck.from_json(raw, "acks/1-2.json")
+
+
+def test_damaged_source_progress_names_the_file_and_the_split():
+    raw = json.loads(json.dumps(an_ack().to_json()))
+    raw["source_progress"]["1"] = {"position": "40", "finished": True}
+    with pytest.raises(
+        RecordFormatError,
+        match=r"acks/1-2.json, progress of split '1': field 'position' is str '40', not int",
+    ):
         SubtaskAck.from_json(raw, "acks/1-2.json")
 
 

@@ -17,7 +17,8 @@ from typing import Any
 from pyspark import SparkContext, StorageLevel
 from pyspark.rdd import RDD
 
-from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask
+from lockgate.connectors.base import SplitAssignment, SplitEnumerator
+from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 
 
@@ -66,15 +67,17 @@ class EpochJob:
     def run(
         self,
         tasks: dict[int, EpochTask],
-        assignments: dict[int, dict[int, list[dict[str, Any]]]],
+        plans: dict[int, dict[int, list[SplitAssignment]]],
+        enumerators: dict[int, SplitEnumerator],
         restores: dict[int, list[bytes]],
         description: str,
         timeout_s: float | None = None,
     ) -> EpochOutput:
         """Run one epoch; returns the records of collect sinks and the result attempts.
 
-        ``assignments`` holds, per source task and subtask, what it reads this epoch, and
-        ``restores`` each subtask's encoded ``SubtaskRestore``.
+        ``plans`` holds, per source task and subtask, what it reads this epoch, as planned by
+        the task's enumerator in ``enumerators``, and ``restores`` each subtask's encoded
+        ``SubtaskRestore``.
 
         An epoch still running after ``timeout_s`` is cancelled (``EpochTimeout``).
         """
@@ -89,9 +92,13 @@ class EpochJob:
                     # Partition i carries subtask i's restore and assignments (a collection
                     # source's records included): each task deserializes only its own, and
                     # the task closure stays small (no per-epoch broadcast of the command).
-                    plan = assignments.get(vertex.id, {})
+                    plan = plans.get(vertex.id, {})
+                    enumerator = enumerators[vertex.id]
                     restore = restores[vertex.id]
-                    parts = [(restore[i], plan.get(i, [])) for i in range(vertex.parallelism)]
+                    parts = [
+                        (restore[i], source_input(enumerator, plan.get(i, [])))
+                        for i in range(vertex.parallelism)
+                    ]
                     base = sc.parallelize(parts, vertex.parallelism)
                 else:
                     base = self._shuffle_input(vertex, rdds, restores[vertex.id])

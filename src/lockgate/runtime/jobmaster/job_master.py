@@ -305,6 +305,7 @@ class JobMaster:
             output = spark_job.run(
                 tasks,
                 plans,
+                state.enumerators,
                 restores,
                 f"lockgate {self.summary.job_name} epoch {epoch}",
                 timeout,

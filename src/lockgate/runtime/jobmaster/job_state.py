@@ -17,6 +17,8 @@ from lockgate.checkpoint.metadata import (
     OperatorState,
     OperatorSubtaskState,
 )
+from lockgate.common.records import RecordFormatError
+from lockgate.connectors.base import SplitEnumerator, SplitProgress
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.task_deployment import SubtaskRestore
 from lockgate.runtime.two_phase_commit import Committer
@@ -31,7 +33,7 @@ class JobState:
         self.backend = backend  # manifests.HASHMAP or manifests.ROCKSDB
         self.epoch = 0  # last completed epoch
         self.committed_epoch = 0  # epoch of the last completed checkpoint
-        self.enumerators: dict[int, Any] = {}
+        self.enumerators: dict[int, SplitEnumerator] = {}
         self.manifests: dict[int, dict[int, KeyedStateManifest]] = {}
         self.operator_states: dict[int, dict[int, dict[str, Any]]] = {}
         # (task, subtask) -> version of the subtask whose ack was accepted: a worker may keep
@@ -56,7 +58,7 @@ class JobState:
     # After an epoch ------------------------------------------------------------------------
 
     def apply_acks(self, epoch: int, acks: list[SubtaskAck]) -> None:
-        progress_by_source: dict[int, dict[str, Any]] = {}
+        progress_by_source: dict[int, dict[str, SplitProgress]] = {}
         for ack in acks:
             vertex_id, index = ack.vertex, ack.subtask
             self.versions[(vertex_id, index)] = ack.attempt
@@ -186,6 +188,10 @@ class JobState:
                         )
                     self.manifests[vertex.id][subtask.index] = keyed
             if node.is_source and operator.coordinator_state is not None:
-                self.enumerators[vertex.id].restore(operator.coordinator_state)
+                where = f"checkpoint {path}: the split enumerator of '{node.name}' (uid '{uid}')"
+                try:
+                    self.enumerators[vertex.id].restore(operator.coordinator_state, where)
+                except RecordFormatError as exc:
+                    raise CheckpointFormatError(str(exc)) from None
         self.epoch = checkpoint.epoch
         self.committed_epoch = checkpoint.epoch

@@ -18,6 +18,7 @@ from pyspark import TaskContext, cloudpickle
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
+from lockgate.connectors.base import SplitAssignment, SplitEnumerator, SplitProgress
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
@@ -29,6 +30,14 @@ _SOURCE_CHUNK = 4096
 # The edge id of the shuffle item that carries a non-source subtask's restore (real edges
 # have ids from 0): it sorts before every input channel.
 RESTORE_EDGE = -1
+
+
+def source_input(
+    enumerator: SplitEnumerator, assignments: list[SplitAssignment]
+) -> list[tuple[dict[str, Any], Any]]:
+    """A source subtask's partition data for one epoch: per assignment its control record
+    (JSON, checked when the task reads it) and its payload (data, pickled like records)."""
+    return [(assignment.to_json(), enumerator.payload(assignment)) for assignment in assignments]
 
 
 def _drain(outbox: list[Any]) -> list[Any]:
@@ -112,14 +121,19 @@ class EpochTask:
         subtask.begin_epoch(task.epoch, task.commit_on_checkpoint, version, staging)
         outbox = subtask.outbox
         outbox.clear()
-        progress: dict[str, Any] = {}
+        progress: dict[str, SplitProgress] = {}
         consumed: dict[str, str] = {}
         records_in = 0
         source = subtask.source
         if source is not None:
             emit_batch = subtask.source_emit_batch
-            for assignment in inputs:
-                reader = source.read(assignment, progress)
+            for number, (raw, payload) in enumerate(inputs):
+                where = (
+                    f"split assignment {number} of epoch {task.epoch} to subtask {index} of "
+                    f"task {task.vertex}"
+                )
+                assignment = SplitAssignment.from_json(raw, where)
+                reader = source.read(assignment, payload, progress)
                 while True:
                     chunk = list(islice(reader, _SOURCE_CHUNK))
                     emit_batch(chunk)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lockgate.checkpoint import metadata
@@ -11,6 +13,7 @@ from lockgate.checkpoint.metadata import (
     OperatorSubtaskState,
 )
 from lockgate.common import Encoder
+from lockgate.connectors.base import OffsetSplitsState, SplitProgress
 from lockgate.connectors.file_sink import FileCommitter, PartCommittable
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.connectors.file_system import FileSink
@@ -87,7 +90,7 @@ def ack(vertex_id: int, index: int, epoch: int, **fields) -> SubtaskAck:
 
 def acks_for(graph, epoch: int, position: int) -> list[SubtaskAck]:
     source, counter = vertex(graph, "numbers"), vertex(graph, "counter")
-    progress = {"0": {"position": position, "finished": position >= len(DATA)}}
+    progress = {"0": SplitProgress(position, position >= len(DATA))}
     acks = [ack(source.id, 0, epoch, source_progress=progress)]
     for index in range(counter.parallelism):
         acks.append(
@@ -108,6 +111,11 @@ def acks_for(graph, epoch: int, position: int) -> list[SubtaskAck]:
             )
         )
     return acks
+
+
+def positions_at(position: int) -> dict:
+    """The checkpoint state of the collection source (one split) at ``position``."""
+    return OffsetSplitsState({"0": position}).to_json()
 
 
 def state_after_two_epochs(graph) -> JobState:
@@ -131,7 +139,7 @@ def test_a_new_job_state_starts_from_nothing():
     assert state.manifests[counter.id] == {0: HeapManifest({}, {}), 1: HeapManifest({}, {})}
     assert state_files(state) == set()
     assert state.state_bytes() == 0
-    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 0}}
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == positions_at(0)
 
 
 def test_acks_accumulate_key_groups_and_advance_sources():
@@ -143,7 +151,7 @@ def test_acks_accumulate_key_groups_and_advance_sources():
     assert state.manifests[counter.id][1].groups == {65: handle("1-e1"), 66: handle("1-e2")}
     assert state_files(state) == {handle(name).file for name in ("0-e1", "0-e2", "1-e1", "1-e2")}
     assert state.state_bytes() == 40
-    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 7}}
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == positions_at(7)
     restore = state.restore_for(counter, "job#0", claimed=False)
     assert [r.subtask for r in restore] == [0, 1]
     assert restore[0].keyed == HeapManifest(
@@ -173,7 +181,7 @@ def test_a_checkpoint_holds_every_operator_by_uid_not_by_chain():
         128,
     )
     assert source.subtasks == (OperatorSubtaskState(0, None, None, None),)
-    assert source.coordinator_state == {"positions": {"0": 7}}
+    assert source.coordinator_state == positions_at(7)
     assert (counter.parallelism, counter.max_parallelism) == (2, 128)
     assert [s.key_groups for s in counter.subtasks] == [(0, 63), (64, 127)]
     assert counter.subtasks[0].keyed == HeapManifest(
@@ -189,7 +197,7 @@ def test_checkpoint_operators_are_a_snapshot_not_a_view():
     operators = state.checkpoint_operators()
     state.apply_acks(3, acks_for(graph, 3, position=10))
     assert 3 not in operators["counter"].subtasks[0].keyed.groups
-    assert operators["numbers"].coordinator_state == {"positions": {"0": 7}}
+    assert operators["numbers"].coordinator_state == positions_at(7)
 
 
 def test_checkpoint_and_restore_round_trip_through_metadata():
@@ -202,8 +210,9 @@ def test_checkpoint_and_restore_round_trip_through_metadata():
     assert state_files(restored) == state_files(state)
     assert restored.state_bytes() == state.state_bytes()
     enumerator = restored.enumerators[vertex(restored.job, "numbers").id]
-    assert enumerator.plan(100)[0][0]["start"] == 7
-    assert enumerator.plan(100)[0][0]["records"] == DATA[7:]
+    [assignment] = enumerator.plan(100)[0]
+    assert assignment.start == 7
+    assert enumerator.payload(assignment) == DATA[7:]
 
 
 def test_state_restores_by_uid_when_the_chaining_changed():
@@ -228,7 +237,7 @@ def test_restore_discards_progress_made_after_the_checkpoint():
     counter = vertex(graph, "counter")
     assert 3 not in state.manifests[counter.id][0].groups
     assert handle("0-e3").file not in state_files(state)
-    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 7}}
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == positions_at(7)
     assert state.operator_states[counter.id][0]["files"]["next_part"] == 2
 
 
@@ -252,7 +261,7 @@ def test_a_reset_goes_back_to_the_start():
     state.reset()
     assert state.epoch == 0
     assert state_files(state) == set()
-    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == {"positions": {"0": 0}}
+    assert state.enumerators[vertex(graph, "numbers").id].snapshot() == positions_at(0)
     assert state.operator_states[vertex(graph, "counter").id] == {}
 
 
@@ -276,7 +285,7 @@ def test_unclaimed_operator_state_is_dropped_when_allowed():
     state = JobState(job(), "hashmap")
     state.restore(body, PATH, ignore_unclaimed=True)
     assert state.epoch == 2
-    assert state.enumerators[vertex(state.job, "numbers").id].snapshot() == {"positions": {"0": 7}}
+    assert state.enumerators[vertex(state.job, "numbers").id].snapshot() == positions_at(7)
 
 
 def test_an_operator_new_to_the_job_starts_empty():
@@ -317,4 +326,35 @@ def test_a_parallelism_change_is_rejected_naming_the_operator_and_uid(
     assert str(info.value) == (
         f"checkpoint {PATH}: operator {operator} ran at parallelism {was}, "
         f"but the job now has {now}"
+    )
+
+
+# Damaged source positions ------------------------------------------------------------------------
+
+
+def with_coordinator_state(coordinator_state) -> CheckpointMetadata:
+    """A checkpoint (written, read back) whose source enumerator state is ``coordinator_state``."""
+    checkpoint = checkpoint_of(state_after_two_epochs(job()))
+    source = replace(checkpoint.operators["numbers"], coordinator_state=coordinator_state)
+    written = replace(checkpoint, operators={**checkpoint.operators, "numbers": source})
+    return metadata.decode(metadata.encode(written), PATH)
+
+
+@pytest.mark.parametrize(
+    ("coordinator_state", "what"),
+    [
+        ({"positions": {"0": 7}}, "is not a lockgate-offset-splits record"),
+        ({**positions_at(7), "positions": {"0": "7"}}, "field '0' is str '7', not int"),
+        ({**positions_at(7), "positions": {}}, r"splits \[\], but now has \['0'\]"),
+        (positions_at(11), "position 11 of split '0' is outside its range \\[0, 10\\]"),
+    ],
+)
+def test_damaged_source_positions_fail_naming_the_checkpoint_and_the_operator(
+    coordinator_state, what
+):
+    state = JobState(job(), "hashmap")
+    with pytest.raises(CheckpointFormatError, match=what) as info:
+        state.restore(with_coordinator_state(coordinator_state), PATH, ignore_unclaimed=False)
+    assert str(info.value).startswith(
+        f"checkpoint {PATH}: the split enumerator of 'Collection Source' (uid 'numbers')"
     )
