@@ -33,6 +33,7 @@ from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend
 from lockgate.runtime.taskexecutor import epoch_task
+from lockgate.runtime.taskexecutor.channels import BatchBounds
 from lockgate.runtime.taskexecutor.epoch_task import EpochTask
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_for_hash, key_group_range
@@ -110,11 +111,13 @@ class Cluster:
         job_id: str = "job",
         workers: dict[str, OrderedDict] | None = None,
         then: Callable[[Any], Any] | None = None,
+        batch_bounds: BatchBounds | None = None,
     ):
         self.root = root
         self.records = records
         self.backend = backend
         self.job_id = job_id
+        self.batch_bounds = batch_bounds or BatchBounds.from_config({})
         env = StreamExecutionEnvironment()
         env.set_parallelism(1)
         counted = env.from_collection(records).key_by(first).process(function or Count())
@@ -180,6 +183,7 @@ class Cluster:
             state=self.files,
             staging=self.work.child("staging"),
             keyed_state=self.settings(host),
+            batch_bounds=self.batch_bounds,
             tag=tag,
             checkpoint=checkpoint,
             ack_dir=f"epochs/{tag}",

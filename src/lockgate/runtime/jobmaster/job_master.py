@@ -50,6 +50,7 @@ from lockgate.runtime.jobmaster.restart import now_ms, restart_strategy
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
 from lockgate.runtime.keyed_state import KeyedStateSettings
+from lockgate.runtime.taskexecutor.channels import BatchBounds
 from lockgate.runtime.taskexecutor.epoch_task import EpochTask
 from lockgate.state import manifests
 
@@ -181,6 +182,7 @@ class JobMaster:
         self.ignore_unclaimed = options.IGNORE_UNCLAIMED_STATE.read(config)
         self.injections = _injections(config)
         self.keyed_state = KeyedStateSettings.from_config(config, self.job_id)
+        self.batch_bounds = BatchBounds.from_config(config)
         self._check_local_dirs()
         self.state = JobState(job, self.keyed_state.backend)
         self.generation = 0  # bumped by every restore: worker-held subtasks become stale
@@ -336,6 +338,7 @@ class JobMaster:
                 state=self.state_files,
                 staging=self.staged.storage,
                 keyed_state=self.keyed_state,
+                batch_bounds=self.batch_bounds,
                 tag=f"e{epoch}-{tag}",
                 checkpoint=checkpoint_due,
                 ack_dir=ack_dir,

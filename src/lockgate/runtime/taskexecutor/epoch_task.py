@@ -24,6 +24,7 @@ from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.keyed_state import KeyedStateSettings
+from lockgate.runtime.taskexecutor.channels import BatchBounds
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 from lockgate.runtime.taskexecutor.subtask import Subtask
 
@@ -90,6 +91,7 @@ class EpochTask:
     state: Storage  # keyed-state files go here
     staging: Storage  # staging records (files created outside the job's directories)
     keyed_state: KeyedStateSettings
+    batch_bounds: BatchBounds  # of the shuffle batches the subtask's channel writers send
     tag: str  # names this epoch's state files; unique per run and try
     checkpoint: bool  # this epoch ends with a checkpoint
     ack_dir: str
@@ -138,7 +140,15 @@ class EpochTask:
         # Each subtask unpickles its own copy of the graph: user functions keep per-instance
         # fields (state handles from open()), as in Flink.
         job = cloudpickle.loads(self.graph.value)
-        subtask = Subtask(job, job.vertex(self.vertex_id), index, attempt, saved, self.keyed_state)
+        subtask = Subtask(
+            job,
+            job.vertex(self.vertex_id),
+            index,
+            attempt,
+            saved,
+            self.keyed_state,
+            self.batch_bounds,
+        )
         try:
             subtask.restore_operator_states(saved)
             subtask.open()

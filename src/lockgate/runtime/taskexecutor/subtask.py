@@ -14,7 +14,12 @@ from typing import Any
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.keyed_state import KeyedStateSettings, restore_backend, snapshot_backend
-from lockgate.runtime.taskexecutor.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
+from lockgate.runtime.taskexecutor.channels import (
+    BatchBounds,
+    ForwardWriter,
+    KeyGroupWriter,
+    RebalanceWriter,
+)
 from lockgate.runtime.taskexecutor.context import SubtaskRuntimeContext
 from lockgate.runtime.taskexecutor.operators import (
     Operator,
@@ -76,6 +81,7 @@ class Subtask:
         attempt: int,
         saved: dict[str, Any],
         keyed_state: KeyedStateSettings,
+        batch_bounds: BatchBounds,
     ):
         self.vertex = vertex
         self.index = index
@@ -83,6 +89,7 @@ class Subtask:
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
         self.outbox: list[Any] = []
         self.keyed_state = keyed_state
+        self.batch_bounds = batch_bounds
         self.backend: Any = None
         head = vertex.head
         if vertex.keyed:
@@ -184,10 +191,11 @@ class Subtask:
                 edge.partitioning.key_selector,
                 target.max_parallelism,
                 target.head.name,
+                self.batch_bounds,
             )
         if kind == "rebalance":
-            return RebalanceWriter(ctx, edge.id, target.parallelism)
-        return ForwardWriter(ctx, edge.id)
+            return RebalanceWriter(ctx, edge.id, target.parallelism, self.batch_bounds)
+        return ForwardWriter(ctx, edge.id, self.batch_bounds)
 
     # Lifecycle -----------------------------------------------------------------------------
 
