@@ -389,6 +389,20 @@ ROCKSDB_COMPACTION_STYLE = ConfigOption(
     "rewrites the whole instance; universal compaction merges the small files among "
     "themselves.",
 )
+SHUFFLE_BATCH_MAX_RECORDS = ConfigOption(
+    "lockgate.shuffle.batch.max-records",
+    2048,
+    _int_at_least(1),
+    "a positive integer",
+    "Most records in one batch that a subtask hands to Spark's shuffle for one target subtask.",
+)
+SHUFFLE_BATCH_MAX_SIZE = ConfigOption(
+    "lockgate.shuffle.batch.max-size",
+    1 << 20,
+    _memory_size,
+    "a memory size such as 1mb",
+    "Most bytes of pickled records in one shuffle batch; a larger record travels alone.",
+)
 STATE_CACHE_ENTRIES = ConfigOption(
     "lockgate.state.rocksdb.cache-entries",
     100_000,
@@ -491,6 +505,8 @@ LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
         WORK_DIR,
         PROGRESS,
         CONTINUOUS_IDLE_POLL,
+        SHUFFLE_BATCH_MAX_RECORDS,
+        SHUFFLE_BATCH_MAX_SIZE,
         STATE_CACHE_ENTRIES,
         INJECT_FAILURE,
     )

@@ -71,6 +71,15 @@ def _keyed_state_from_json(raw: Any, where: str) -> KeyedStateSettings:
 
 
 @dataclass(frozen=True)
+class BatchBounds:
+    """Most records, and most bytes of pickled records, in one batch; a record larger than
+    ``bytes`` travels alone (a record cannot be split)."""
+
+    records: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class TaskDeploymentDescriptor:
     """One task's instructions for one epoch, the same for all its subtasks."""
 
@@ -90,6 +99,7 @@ class TaskDeploymentDescriptor:
     state_url: str  # keyed-state files go here
     staging_url: str  # staging records (files created outside the job's directories)
     keyed_state: KeyedStateSettings
+    batch_bounds: BatchBounds  # of the shuffle batches the subtask's channel writers send
 
     def encode(self) -> bytes:
         body = {
@@ -109,6 +119,8 @@ class TaskDeploymentDescriptor:
             "state_url": self.state_url,
             "staging_url": self.staging_url,
             "keyed_state": _keyed_state_to_json(self.keyed_state),
+            "batch_records": self.batch_bounds.records,
+            "batch_bytes": self.batch_bounds.bytes,
         }
         return json.dumps(envelope(DESCRIPTOR_FORMAT, VERSION, body)).encode()
 
@@ -134,6 +146,9 @@ class TaskDeploymentDescriptor:
             state_url=field(body, "state_url", str, where),
             staging_url=field(body, "staging_url", str, where),
             keyed_state=_keyed_state_from_json(body.get("keyed_state"), where),
+            batch_bounds=BatchBounds(
+                field(body, "batch_records", int, where), field(body, "batch_bytes", int, where)
+            ),
         )
 
 

@@ -30,7 +30,7 @@ from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
-from lockgate.runtime.task_deployment import TaskDeploymentDescriptor
+from lockgate.runtime.task_deployment import BatchBounds, TaskDeploymentDescriptor
 from lockgate.runtime.taskexecutor import epoch_task, subtask_cache
 from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
 from lockgate.runtime.taskexecutor.subtask_cache import SubtaskCache
@@ -118,11 +118,13 @@ class Cluster:
         job_id: str = "job",
         workers: dict[str, SubtaskCache] | None = None,
         then: Callable[[Any], Any] | None = None,
+        batch_bounds: BatchBounds | None = None,
     ):
         self.root = root
         self.records = records
         self.backend = backend
         self.job_id = job_id
+        self.batch_bounds = batch_bounds or BatchBounds(2048, 1 << 20)
         env = StreamExecutionEnvironment()
         env.set_parallelism(1)
         counted = env.from_collection(records).key_by(first).process(function or Count())
@@ -194,6 +196,7 @@ class Cluster:
             state_url=self.files.url,
             staging_url=self.work.child("staging").url,
             keyed_state=self.settings(host),
+            batch_bounds=self.batch_bounds,
         )
         task = EpochTask(descriptor, self.graph)
         [restore] = self.state.restore_for(vertex, self.run_id, claimed=True)

@@ -287,6 +287,7 @@ class JobMaster:
                     state_url=self.state_files.url,
                     staging_url=self.staged.storage.url,
                     keyed_state=self.keyed_state,
+                    batch_bounds=self.settings.batch_bounds,
                 ),
                 graph,
             )

@@ -17,6 +17,7 @@ from lockgate.checkpoint.coordinator import CheckpointSettings
 from lockgate.checkpoint.storage import is_writable
 from lockgate.common import config_options as options
 from lockgate.runtime.jobmaster.restart import RestartStrategy, restart_strategy
+from lockgate.runtime.task_deployment import BatchBounds
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.manifests import ROCKSDB
 from lockgate.state.rocksdb import RocksDBSettings
@@ -48,6 +49,7 @@ class JobSettings:
     ignore_unclaimed: bool
     injections: frozenset[tuple[str, int]]  # (point, epoch or checkpoint id): tests only
     keyed_state: KeyedStateSettings
+    batch_bounds: BatchBounds
 
     @staticmethod
     def resolve(config: Mapping[str, str], job_name: str, master: str) -> JobSettings:
@@ -77,6 +79,10 @@ class JobSettings:
             ignore_unclaimed=options.IGNORE_UNCLAIMED_STATE.read(config),
             injections=_injections(config),
             keyed_state=keyed_state,
+            batch_bounds=BatchBounds(
+                options.SHUFFLE_BATCH_MAX_RECORDS.read(config),
+                options.SHUFFLE_BATCH_MAX_SIZE.read(config),
+            ),
         )
 
 

@@ -5,6 +5,11 @@ leak into it, as with Flink's serialization at the network boundary), buffered p
 subtask and handed to Spark's shuffle in batches, each tagged with (edge, sending subtask,
 sequence number) so the receiver can replay its input in a deterministic order: a retried
 subtask then produces exactly the same result. Each item also names the sending attempt.
+
+A batch is bounded in records and in bytes (``BatchBounds``): a shuffle item is one object
+in the Python worker and one array in the JVM, so a batch of big records must not grow with
+the record count alone. Where a batch ends depends only on the records emitted, so a retried
+subtask cuts the same batches.
 """
 
 from __future__ import annotations
@@ -13,22 +18,30 @@ from collections.abc import Callable
 from pickle import HIGHEST_PROTOCOL, dumps
 from typing import Any
 
+from lockgate.runtime.task_deployment import BatchBounds
 from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, resolve_callable
 from lockgate.state.key_groups import murmur_hash
 from lockgate.state.key_hash import stable_key_hash
 
-BATCH_SIZE = 2048
 _KEY_GROUP_CACHE_SIZE = 100_000
 
 
 class ChannelWriter(Operator):
-    """Base of the writers at the tail of a chain, one per outgoing edge."""
+    """Base of the writers at the tail of a chain, one per outgoing edge.
 
-    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int):
+    A buffer is flushed when the next record for its target would take it past a bound, not
+    as soon as it is full: one check per record instead of two, and the same batches (a full
+    buffer waits for the next record to its target, or the end of the epoch).
+    """
+
+    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int, bounds: BatchBounds):
         super().__init__(ctx)
         self.edge_id = edge_id
         self.targets = targets
+        self.max_records = bounds.records
+        self.max_bytes = bounds.bytes
         self.buffers: list[list[Any]] = [[] for _ in range(targets)]
+        self.sizes = [0] * targets  # bytes in each buffer
         self.sequence = 0
 
     def partition(self, buffer_index: int) -> int:
@@ -41,6 +54,7 @@ class ChannelWriter(Operator):
             self.ctx.outbox.append((self.partition(buffer_index), item))
             self.sequence += 1
             self.buffers[buffer_index] = []
+            self.sizes[buffer_index] = 0
 
     def end_epoch(self) -> None:
         """Flush, then tell every target which attempt sent this epoch's output, even when
@@ -55,33 +69,43 @@ class ChannelWriter(Operator):
 class ForwardWriter(ChannelWriter):
     """Subtask i sends to subtask i of a task with the same parallelism."""
 
-    def __init__(self, ctx: OperatorContext, edge_id: int):
-        super().__init__(ctx, edge_id, 1)
+    def __init__(self, ctx: OperatorContext, edge_id: int, bounds: BatchBounds):
+        super().__init__(ctx, edge_id, 1, bounds)
 
     def partition(self, buffer_index: int) -> int:
         return self.ctx.index
 
     def process(self, value: Any) -> None:
+        data = dumps(value, HIGHEST_PROTOCOL)
+        size = self.sizes[0] + len(data)
         buffer = self.buffers[0]
-        buffer.append(dumps(value, HIGHEST_PROTOCOL))
-        if len(buffer) >= BATCH_SIZE:
+        if size > self.max_bytes or len(buffer) >= self.max_records:
             self.flush(0)
+            buffer = self.buffers[0]
+            size = len(data)
+        buffer.append(data)
+        self.sizes[0] = size
 
 
 class RebalanceWriter(ChannelWriter):
     """Round-robin over the targets, starting at a subtask-dependent offset."""
 
-    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int):
-        super().__init__(ctx, edge_id, targets)
+    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int, bounds: BatchBounds):
+        super().__init__(ctx, edge_id, targets, bounds)
         self.next_target = ctx.index % targets
 
     def process(self, value: Any) -> None:
         target = self.next_target
-        buffer = self.buffers[target]
-        buffer.append(dumps(value, HIGHEST_PROTOCOL))
         self.next_target = (target + 1) % self.targets
-        if len(buffer) >= BATCH_SIZE:
+        data = dumps(value, HIGHEST_PROTOCOL)
+        size = self.sizes[target] + len(data)
+        buffer = self.buffers[target]
+        if size > self.max_bytes or len(buffer) >= self.max_records:
             self.flush(target)
+            buffer = self.buffers[target]
+            size = len(data)
+        buffer.append(data)
+        self.sizes[target] = size
 
 
 # Per Python worker: key -> key group, by max parallelism. Survives subtask rebuilds (a
@@ -104,8 +128,9 @@ class KeyGroupWriter(ChannelWriter):
         key_selector: Any,
         max_parallelism: int,
         target_name: str,
+        bounds: BatchBounds,
     ):
-        super().__init__(ctx, edge_id, targets)
+        super().__init__(ctx, edge_id, targets, bounds)
         self.key_fn: Callable[[Any], Any] = resolve_callable(key_selector, "get_key", "KeySelector")
         self.max_parallelism = max_parallelism
         self.target_name = target_name
@@ -131,11 +156,16 @@ class KeyGroupWriter(ChannelWriter):
         except Exception as exc:
             raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
         target = self.target_of[key_group]
+        data = dumps(value, HIGHEST_PROTOCOL)
+        size = self.sizes[target] + len(data)
         buffer = self.buffers[target]
-        buffer.append(dumps(value, HIGHEST_PROTOCOL))
-        self.group_buffers[target].append(key_group)
-        if len(buffer) >= BATCH_SIZE:
+        if size > self.max_bytes or len(buffer) >= self.max_records:
             self.flush(target)
+            buffer = self.buffers[target]
+            size = len(data)
+        buffer.append(data)
+        self.group_buffers[target].append(key_group)
+        self.sizes[target] = size
 
     def process_batch(self, values: Any) -> None:
         key_fn = self.key_fn
@@ -143,6 +173,9 @@ class KeyGroupWriter(ChannelWriter):
         target_of = self.target_of
         buffers = self.buffers
         group_buffers = self.group_buffers
+        sizes = self.sizes
+        max_bytes = self.max_bytes
+        max_records = self.max_records
         for value in values:
             try:
                 key = key_fn(value)
@@ -152,11 +185,16 @@ class KeyGroupWriter(ChannelWriter):
             except Exception as exc:
                 raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
             target = target_of[key_group]
+            data = dumps(value, HIGHEST_PROTOCOL)
+            size = sizes[target] + len(data)
             buffer = buffers[target]
-            buffer.append(dumps(value, HIGHEST_PROTOCOL))
-            group_buffers[target].append(key_group)
-            if len(buffer) >= BATCH_SIZE:
+            if size > max_bytes or len(buffer) >= max_records:
                 self.flush(target)
+                buffer = buffers[target]
+                size = len(data)
+            buffer.append(data)
+            group_buffers[target].append(key_group)
+            sizes[target] = size
 
     def flush(self, buffer_index: int) -> None:
         buffer = self.buffers[buffer_index]
@@ -167,3 +205,4 @@ class KeyGroupWriter(ChannelWriter):
             self.sequence += 1
             self.buffers[buffer_index] = []
             self.group_buffers[buffer_index] = []
+            self.sizes[buffer_index] = 0

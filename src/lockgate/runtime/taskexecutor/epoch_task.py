@@ -97,7 +97,15 @@ class EpochTask:
         # Each subtask unpickles its own copy of the graph: user functions keep per-instance
         # fields (state handles from open()), as in Flink.
         job = cloudpickle.loads(self.graph.value)
-        subtask = Subtask(job, job.vertex(task.vertex), index, attempt, restore, task.keyed_state)
+        subtask = Subtask(
+            job,
+            job.vertex(task.vertex),
+            index,
+            attempt,
+            restore,
+            task.keyed_state,
+            task.batch_bounds,
+        )
         try:
             subtask.restore_operator_states(restore.operators)
             subtask.open()

@@ -13,8 +13,12 @@ from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
-from lockgate.runtime.task_deployment import SubtaskRestore
-from lockgate.runtime.taskexecutor.channels import ForwardWriter, KeyGroupWriter, RebalanceWriter
+from lockgate.runtime.task_deployment import BatchBounds, SubtaskRestore
+from lockgate.runtime.taskexecutor.channels import (
+    ForwardWriter,
+    KeyGroupWriter,
+    RebalanceWriter,
+)
 from lockgate.runtime.taskexecutor.context import SubtaskRuntimeContext
 from lockgate.runtime.taskexecutor.operators import (
     Operator,
@@ -82,6 +86,7 @@ class Subtask:
         attempt: int,
         restore: SubtaskRestore,
         keyed_state: KeyedStateSettings,
+        batch_bounds: BatchBounds,
     ):
         self.vertex = vertex
         self.index = index
@@ -89,6 +94,7 @@ class Subtask:
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
         self.outbox: list[Any] = []
         self.strategy = snapshot_strategy(keyed_state)
+        self.batch_bounds = batch_bounds
         self.backend: KeyedStateBackend | None = None
         head = vertex.head
         self.keyed_subtask = KeyedSubtask(
@@ -197,10 +203,11 @@ class Subtask:
                 edge.partitioning.key_selector,
                 target.max_parallelism,
                 target.head.name,
+                self.batch_bounds,
             )
         if kind == "rebalance":
-            return RebalanceWriter(ctx, edge.id, target.parallelism)
-        return ForwardWriter(ctx, edge.id)
+            return RebalanceWriter(ctx, edge.id, target.parallelism, self.batch_bounds)
+        return ForwardWriter(ctx, edge.id, self.batch_bounds)
 
     # Lifecycle -----------------------------------------------------------------------------
 

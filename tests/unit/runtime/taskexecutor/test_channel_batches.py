@@ -1,0 +1,191 @@
+"""Shuffle batches are bounded in records and in bytes, and cut the same way on every attempt.
+
+A channel writer buffers pickled records per target subtask and hands each buffer to Spark's
+shuffle as one item. Without a byte bound, 2048 records of 1 MB would be one 2 GB item.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import pairwise
+from pickle import HIGHEST_PROTOCOL, dumps, loads
+from typing import Any
+
+import pytest
+from epoch_harness import HASHMAP, Cluster
+
+from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.task_deployment import BatchBounds
+from lockgate.runtime.taskexecutor.channels import (
+    ForwardWriter,
+    KeyGroupWriter,
+    RebalanceWriter,
+)
+from lockgate.runtime.taskexecutor.operators import OperatorContext
+
+TARGETS = 3
+MAX_PARALLELISM = 128
+WRITERS = ["forward", "rebalance", "key_group"]
+
+
+def first(record: tuple[Any, Any]) -> Any:
+    return record[0]
+
+
+def make_writer(kind: str, bounds: BatchBounds, attempt: str = "a1") -> Any:
+    ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [])
+    ctx.attempt = attempt
+    if kind == "forward":
+        return ForwardWriter(ctx, 7, bounds)
+    if kind == "rebalance":
+        return RebalanceWriter(ctx, 7, TARGETS, bounds)
+    return KeyGroupWriter(ctx, 7, TARGETS, first, MAX_PARALLELISM, "downstream", bounds)
+
+
+def feed(writer: Any, records: list[Any]) -> list[Any]:
+    """The items the writer hands to the shuffle for one epoch of ``records``: half come one
+    by one (as from chained operators), half as one batch (as from a source)."""
+    half = len(records) // 2
+    for record in records[:half]:
+        writer.process(record)
+    writer.process_batch(records[half:])
+    writer.end_epoch()
+    items = writer.ctx.outbox[:]
+    writer.ctx.outbox.clear()
+    return items
+
+
+def write(kind: str, bounds: BatchBounds, records: list[Any], attempt: str = "a1") -> list[Any]:
+    return feed(make_writer(kind, bounds, attempt), records)
+
+
+def batches(items: list[Any]) -> list[tuple[int, int, list[bytes]]]:
+    """(target partition, sequence number, pickled records) of every batch, in output order."""
+    found = []
+    for partition, (_, _, _, sequence, batch) in items:
+        if batch is None:
+            continue  # the end-of-epoch marker
+        data = batch[1] if isinstance(batch, tuple) else batch
+        if isinstance(batch, tuple):
+            assert len(batch[0]) == len(data)  # a key group per record
+        found.append((partition, sequence, data))
+    return found
+
+
+def sized_records(count: int, smallest: int, largest: int, seed: int = 5) -> list[Any]:
+    rng = random.Random(seed)
+    return [(n % 11, "x" * rng.randint(smallest, largest)) for n in range(count)]
+
+
+def by_target(found: list[tuple[int, int, list[bytes]]]) -> dict[int, list[list[bytes]]]:
+    targets: dict[int, list[list[bytes]]] = {}
+    for partition, _, data in found:
+        targets.setdefault(partition, []).append(data)
+    return targets
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_batches_of_big_records_stay_within_the_byte_bound(kind):
+    bound = 10_000
+    writer = make_writer(kind, BatchBounds(records=2048, bytes=bound))
+    for epoch in (1, 2):  # what epoch 1 left buffered must not count in epoch 2
+        records = sized_records(300, 1_000, 4_000, seed=epoch)
+        found = batches(feed(writer, records))
+
+        for partition, _, data in found:
+            assert sum(map(len, data)) <= bound, f"a batch to {partition} is over the bound"
+        # and a batch ends only when the next record for its target would not fit
+        for sent in by_target(found).values():
+            for batch, following in pairwise(sent):
+                assert sum(map(len, batch)) + len(following[0]) > bound
+        delivered = [loads(data) for _, _, batch in found for data in batch]
+        assert sorted(delivered) == sorted(records)
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_a_record_larger_than_the_byte_bound_travels_alone(kind):
+    big = ("same key", "y" * 50_000)
+    small = [("same key", n) for n in range(20)]
+    records = [*small[:10], big, *small[10:]]
+    found = batches(write(kind, BatchBounds(records=2048, bytes=1_000), records))
+
+    alone = [data for _, _, data in found if loads(data[0]) == big]
+    assert alone == [[dumps(big, HIGHEST_PROTOCOL)]]
+    for _, _, data in found:
+        assert len(data) == 1 or sum(map(len, data)) <= 1_000
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_the_record_bound_still_holds_for_small_records(kind):
+    records = [(n % 5, n) for n in range(1_000)]
+    found = batches(write(kind, BatchBounds(records=16, bytes=1 << 20), records))
+
+    for sent in by_target(found).values():
+        assert all(len(batch) == 16 for batch in sent[:-1])
+        assert 1 <= len(sent[-1]) <= 16
+    assert sum(len(data) for _, _, data in found) == len(records)
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_records_keep_their_order_within_a_target(kind):
+    records = sized_records(400, 10, 3_000, seed=8)
+    writer = make_writer(kind, BatchBounds(records=7, bytes=5_000))
+    expected: dict[int, list[Any]] = {}
+    for record in records:
+        if kind == "key_group":
+            target = writer.target_of[writer._key_group(record[0])]
+        elif kind == "rebalance":
+            target = writer.next_target
+        else:
+            target = 1  # the sending subtask's index
+        expected.setdefault(target, []).append(record)
+        writer.process(record)
+    writer.end_epoch()
+
+    received: dict[int, list[Any]] = {}
+    for partition, _, data in sorted(batches(writer.ctx.outbox), key=lambda b: b[1]):
+        received.setdefault(partition, []).extend(loads(d) for d in data)
+    assert received == expected
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_a_retried_subtask_cuts_the_same_batches(kind):
+    """The receiver replays its input by (edge, sender, sequence number): a retry must send
+    the same records under the same numbers, whatever their sizes."""
+    records = sized_records(500, 1, 6_000, seed=11)
+    bounds = BatchBounds(records=9, bytes=8_000)
+
+    first_attempt = write(kind, bounds, records, attempt="a1")
+    retry = write(kind, bounds, records, attempt="a2")
+
+    assert batches(retry) == batches(first_attempt)
+    sequences = [sequence for _, sequence, _ in batches(retry)]
+    assert sequences == list(range(len(sequences)))
+
+
+def bounds_of(config: dict[str, str]) -> BatchBounds:
+    return JobSettings.resolve(config, "job", "local[2]").batch_bounds
+
+
+def test_bounds_come_from_the_configuration():
+    assert bounds_of({}) == BatchBounds(records=2048, bytes=1 << 20)
+    configured = bounds_of(
+        {"lockgate.shuffle.batch.max-records": "100", "lockgate.shuffle.batch.max-size": "64kb"}
+    )
+    assert configured == BatchBounds(records=100, bytes=64 << 10)
+
+
+def test_an_epoch_task_sends_batches_within_its_bounds(cluster):
+    """The bounds an EpochTask carries reach the writers of the subtask it builds: the source
+    task's output to the keyed task, and the counts the keyed task makes of it."""
+    records = [(n % 4, "z" * 3_000) for n in range(40)]
+    c: Cluster = cluster(records, backend=HASHMAP, batch_bounds=BatchBounds(1_000, 10_000))
+
+    run = c.begin_epoch(max_records=40)
+
+    found = batches(run.source_out)
+    assert [len(data) for _, _, data in found] == [3] * 13 + [1]
+    assert all(sum(map(len, data)) <= 10_000 for _, _, data in found)
+    run.run("w1")
+    run.accept()
+    assert c.accepted_counts() == {0: 10, 1: 10, 2: 10, 3: 10}
