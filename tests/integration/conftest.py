@@ -2,6 +2,9 @@
 
 ``local[2,2]`` is two cores, like the ``local[2]`` of these machines, plus one retry per
 task: local mode never retries a failed task otherwise, and some tests rely on retries.
+Spark remembers every job of the session: ``SparkJobCounter`` finds jobs by id from 0, and
+finds none once Spark has forgotten the first ones (all but the last 1000 by default,
+which the whole suite exceeds).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "2g",
     "spark.sql.shuffle.partitions": "4",
+    "spark.ui.retainedJobs": "1000000",
 }
 
 
