@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lockgate.connectors.base import OffsetSplitEnumerator, Source, SplitAssignment, SplitProgress
+from lockgate.connectors.offset_splits import OffsetSplitEnumerator
+from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
 
 class CollectionSource(Source):

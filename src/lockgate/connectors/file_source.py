@@ -36,7 +36,7 @@ from typing import Any
 from fsspec.core import url_to_fs
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-from lockgate.connectors.base import (
+from lockgate.runtime.source import (
     Source,
     SourceError,
     SplitAssignment,

@@ -12,7 +12,6 @@ from pyspark.sql import SparkSession
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
 from lockgate.common.restart_strategy import RestartStrategyConfiguration
-from lockgate.connectors.base import Source
 from lockgate.connectors.collection import CollectionSource
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from lockgate.datastream.data_stream import CloseableIterator, DataStream
@@ -26,6 +25,7 @@ from lockgate.runtime.jobmaster.job_master import (
 )
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.spark_session import get_or_create_session
+from lockgate.runtime.source import Source
 
 
 class RuntimeExecutionMode(Enum):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-from lockgate.connectors.base import SplitProgress
+from lockgate.runtime.source import SplitProgress
 from lockgate.state.manifests import KeyedStateSnapshot
 
 FORMAT = "lockgate-subtask-ack"

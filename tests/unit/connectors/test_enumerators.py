@@ -10,7 +10,6 @@ import fsspec
 import pytest
 
 from lockgate.common.records import RecordFormatError
-from lockgate.connectors.base import OffsetSplitsState, SplitAssignment, SplitProgress
 from lockgate.connectors.collection import CollectionEnumerator, CollectionSource
 from lockgate.connectors.file_source import (
     FileEnumerator,
@@ -18,6 +17,8 @@ from lockgate.connectors.file_source import (
     FileSplit,
     TextLineFileSource,
 )
+from lockgate.connectors.offset_splits import OffsetSplitsState
+from lockgate.runtime.source import SplitAssignment, SplitProgress
 
 WHERE = "checkpoint chk-3: the split enumerator of 'src' (uid 'src')"
 

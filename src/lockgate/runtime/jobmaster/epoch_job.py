@@ -17,7 +17,7 @@ from typing import Any
 from pyspark import SparkContext, StorageLevel
 from pyspark.rdd import RDD
 
-from lockgate.connectors.base import SplitAssignment, SplitEnumerator
+from lockgate.runtime.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 

@@ -18,8 +18,8 @@ from lockgate.checkpoint.metadata import (
     OperatorSubtaskState,
 )
 from lockgate.common.records import RecordFormatError
-from lockgate.connectors.base import SplitEnumerator, SplitProgress
 from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.runtime.source import SplitEnumerator, SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests

@@ -18,9 +18,9 @@ from pyspark import TaskContext, cloudpickle
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
-from lockgate.connectors.base import SplitAssignment, SplitEnumerator, SplitProgress
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
+from lockgate.runtime.source import SplitAssignment, SplitEnumerator, SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 from lockgate.runtime.taskexecutor import subtask_cache
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG

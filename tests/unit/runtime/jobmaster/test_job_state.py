@@ -13,13 +13,14 @@ from lockgate.checkpoint.metadata import (
     OperatorSubtaskState,
 )
 from lockgate.common import Encoder
-from lockgate.connectors.base import OffsetSplitsState, SplitProgress
 from lockgate.connectors.file_sink import FileCommitter, PartCommittable
+from lockgate.connectors.offset_splits import OffsetSplitsState
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.connectors.file_system import FileSink
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.source import SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore
 from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
 from lockgate.state.snapshot import GroupHandle

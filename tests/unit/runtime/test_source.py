@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lockgate.common.records import RecordFormatError
-from lockgate.connectors.base import SplitAssignment, SplitProgress
+from lockgate.runtime.source import SplitAssignment, SplitProgress
 
 
 def through_json(raw):

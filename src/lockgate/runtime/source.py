@@ -1,5 +1,7 @@
 """The contract between sources and the runtime (in the spirit of Flink's FLIP-27).
 
+Connectors implement it (``lockgate.connectors``); the runtime depends only on it.
+
 On the driver, a ``SplitEnumerator`` plans each epoch: for every source subtask, which
 splits to read, from which position, and how many records at most (``SplitAssignment``).
 Inside a Spark task, the source's reader reads exactly that and reports where each split
@@ -24,8 +26,6 @@ from lockgate.common.records import RecordFormatError, envelope, field, open_env
 
 ASSIGNMENT_FORMAT = "lockgate-split-assignment"
 ASSIGNMENT_VERSION = 1
-OFFSET_STATE_FORMAT = "lockgate-offset-splits"
-OFFSET_STATE_VERSION = 1
 
 
 class SourceError(RuntimeError):
@@ -127,84 +127,6 @@ class SplitEnumerator(ABC):
         """Go back to the state of a ``snapshot`` (from a checkpoint). A damaged, foreign or
         incompatible one raises ``RecordFormatError`` naming ``where``, and leaves the
         enumerator as it was."""
-
-
-@dataclass(frozen=True)
-class OffsetSplitsState:
-    """The checkpoint state of an ``OffsetSplitEnumerator``: every split's position."""
-
-    positions: dict[str, int]
-
-    def to_json(self) -> dict[str, Any]:
-        return envelope(OFFSET_STATE_FORMAT, OFFSET_STATE_VERSION, {"positions": self.positions})
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> OffsetSplitsState:
-        body = open_envelope(raw, OFFSET_STATE_FORMAT, OFFSET_STATE_VERSION, where)
-        positions = field(body, "positions", dict, where)
-        return OffsetSplitsState(
-            {split: position_field(positions, split, f"{where}, positions") for split in positions}
-        )
-
-
-class OffsetSplitEnumerator(SplitEnumerator):
-    """Splits whose positions are offsets from a start to a known end: the planning,
-    acknowledging and checkpointing of sources that can read any offset range again.
-    Split ``str(i)`` is read by subtask i."""
-
-    source_name = "source"  # in error messages
-
-    def __init__(self, starts: dict[str, int], ends: dict[str, int]):
-        self.starts = starts
-        self.ends = ends
-        self.positions = dict(starts)
-        self._planned: dict[int, list[SplitAssignment]] = {}
-
-    def stop(self, split: str, start: int, max_records: int) -> int:
-        """Where an epoch that starts at ``start`` ends reading ``split``."""
-        return min(self.ends[split], start + max_records)
-
-    def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
-        assignments: dict[int, list[SplitAssignment]] = {}
-        for split, end in self.ends.items():
-            start = self.positions[split]
-            if start < end:
-                stop = self.stop(split, start, max_records_per_split)
-                assignments[int(split)] = [SplitAssignment(split, start, stop - start, stop == end)]
-        self._planned = assignments
-        return assignments
-
-    def will_finish(self) -> bool:
-        return all(
-            self.positions[split] >= end or any(a.last for a in self._planned.get(int(split), ()))
-            for split, end in self.ends.items()
-        )
-
-    def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
-        for split, report in progress.items():
-            self.positions[split] = report.position
-
-    def is_finished(self) -> bool:
-        return all(self.positions[split] >= end for split, end in self.ends.items())
-
-    def snapshot(self) -> dict[str, Any]:
-        return OffsetSplitsState(dict(self.positions)).to_json()
-
-    def restore(self, snapshot: Any, where: str) -> None:
-        positions = OffsetSplitsState.from_json(snapshot, where).positions
-        if positions.keys() != self.positions.keys():
-            raise RecordFormatError(
-                f"{where}: the {self.source_name} source was checkpointed with splits "
-                f"{sorted(positions)}, but now has {sorted(self.positions)}"
-            )
-        for split, position in positions.items():
-            if not self.starts[split] <= position <= self.ends[split]:
-                raise RecordFormatError(
-                    f"{where}: position {position} of split '{split}' is outside its range "
-                    f"[{self.starts[split]}, {self.ends[split]}] (the {self.source_name} "
-                    "source has other input than when it was checkpointed)"
-                )
-        self.positions = positions
 
 
 class Source(ABC):
