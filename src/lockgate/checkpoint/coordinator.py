@@ -60,6 +60,11 @@ class CheckpointSettings:
     def enabled(self) -> bool:
         return self.interval_ms is not None
 
+    @property
+    def commits_on_checkpoint(self) -> bool:
+        """Sinks publish when a checkpoint completes (exactly-once), not after every epoch."""
+        return self.enabled and self.exactly_once
+
 
 @dataclass
 class CheckpointCoordinator:

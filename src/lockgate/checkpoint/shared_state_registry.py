@@ -10,7 +10,7 @@ count falls to zero is deleted, but only when it lies under the job's own state 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 
 from lockgate.checkpoint.storage import Storage
 
@@ -38,6 +38,15 @@ class SharedStateRegistry:
 
     def release(self, holder: Hashable) -> None:
         self.hold(holder, ())
+
+    def hold_live(self, subtask_files: Mapping[tuple[int, int], Iterable[str]]) -> None:
+        """Each keyed subtask's live state, (task, subtask) -> its files, holds them."""
+        for (vertex, subtask), urls in subtask_files.items():
+            self.hold(("live", vertex, subtask), urls)
+
+    def release_live(self, subtasks: Iterable[tuple[int, int]]) -> None:
+        for vertex, subtask in subtasks:
+            self.release(("live", vertex, subtask))
 
     def referenced(self) -> set[str]:
         return set(self._counts)

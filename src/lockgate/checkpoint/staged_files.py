@@ -95,6 +95,12 @@ class StagedFilesRegistry:
 
     def __init__(self, storage: Storage):
         self.storage = storage
+        # (epoch, vertex, subtask) -> the attempt the driver accepted, until its epoch settles
+        self.accepted: dict[tuple[int, int, int], str] = {}
+
+    def accept(self, epoch: int, vertex: int, subtask: int, attempt: str) -> None:
+        """The driver accepted ``attempt`` for a subtask's ``epoch``: its files are kept."""
+        self.accepted[(epoch, vertex, subtask)] = attempt
 
     def records(self) -> Iterable[StagedFiles]:
         for epoch_dir in self.storage.list(""):
@@ -111,13 +117,13 @@ class StagedFilesRegistry:
                     raise RecordFormatError(f"{where} is not JSON") from None
                 yield StagedFiles.from_json(raw, where)
 
-    def sweep(self, accepted: dict[tuple[int, int, int], str], settled: int, epoch: int) -> None:
+    def sweep(self, settled: int, epoch: int) -> None:
         """After ``epoch``: abort what losing attempts staged, forget what is settled.
 
-        ``accepted`` maps (epoch, vertex, subtask) to the attempt the driver accepted; its
-        entries of epochs up to ``settled`` (covered by a completed checkpoint, or published
-        at once without exactly-once) are dropped with their records.
+        Accepted attempts of epochs up to ``settled`` (covered by a completed checkpoint, or
+        published at once without exactly-once) are forgotten with their records.
         """
+        accepted = self.accepted
         for record in list(self.records()):
             if record.epoch > epoch:
                 continue  # an attempt of an epoch not decided yet
@@ -139,6 +145,8 @@ class StagedFilesRegistry:
             _delete(url for url in record.files if url not in keep)
             if forget:
                 self.storage.remove(record.name)
+        if forget:
+            self.accepted.clear()
 
 
 def _delete(urls: Iterable[str]) -> None:

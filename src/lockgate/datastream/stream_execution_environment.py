@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
+from lockgate.checkpoint.coordinator import CheckpointStats
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
 from lockgate.common.restart_strategy import RestartStrategyConfiguration
@@ -18,12 +19,9 @@ from lockgate.datastream.data_stream import CloseableIterator, DataStream
 from lockgate.datastream.state_backend import StateBackend
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.graph.transformations import Transformation
-from lockgate.runtime.jobmaster.job_master import (
-    CheckpointStats,
-    EpochStats,
-    JobMaster,
-)
+from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.job_summary import EpochStats
 from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 from lockgate.runtime.source import Source
 

@@ -30,6 +30,15 @@ def test_a_file_goes_when_the_last_holder_lets_go(tmp_path):
     assert registry.referenced() == {url["a.sst"], url["c.sst"]}
 
 
+def test_live_state_is_held_per_subtask(tmp_path):
+    registry, url = setup(tmp_path, "a.sst", "b.sst")
+    registry.hold_live({(1, 0): [url["a.sst"]], (1, 1): [url["a.sst"], url["b.sst"]]})
+    registry.release_live([(1, 1)])
+    assert exists(url["a.sst"]) and not exists(url["b.sst"])
+    registry.release_live([(1, 0)])
+    assert not exists(url["a.sst"])
+
+
 def test_holding_the_same_files_again_changes_nothing(tmp_path):
     registry, url = setup(tmp_path, "a.sst")
     registry.hold("live", [url["a.sst"]])

@@ -56,8 +56,9 @@ def test_the_sweep_deletes_only_what_losing_attempts_staged(registry, tmp_path):
     lost = stage(registry, tmp_path, 1, 0, "e1a2", "speculative-copy")
     failed = stage(registry, tmp_path, 1, 1, "e1a3", "failed-attempt")
     other = stage(registry, tmp_path, 1, 1, "e1a4", "other-winner")
-    accepted = {(1, 3, 0): "e1a1", (1, 3, 1): "e1a4"}
-    registry.sweep(accepted, settled=0, epoch=1)
+    registry.accept(1, 3, 0, "e1a1")
+    registry.accept(1, 3, 1, "e1a4")
+    registry.sweep(settled=0, epoch=1)
     assert all(p.exists() for p in kept + other)
     assert not any(p.exists() for p in lost + failed)
     # Winners wait for their checkpoint; losers' records wait for late zombies.
@@ -65,37 +66,39 @@ def test_the_sweep_deletes_only_what_losing_attempts_staged(registry, tmp_path):
 
 
 def test_a_zombie_that_stages_after_the_sweep_is_cleaned_by_the_next_one(registry, tmp_path):
-    accepted = {(1, 3, 0): "e1a1"}
+    registry.accept(1, 3, 0, "e1a1")
     stage(registry, tmp_path, 1, 0, "e1a1", "winner")
-    registry.sweep(accepted, settled=0, epoch=1)
+    registry.sweep(settled=0, epoch=1)
     late = stage(registry, tmp_path, 1, 0, "e1a9", "zombie")
-    registry.sweep(accepted, settled=0, epoch=2)
+    registry.sweep(settled=0, epoch=2)
     assert not late[0].exists()
 
 
 def test_records_are_forgotten_once_settled_or_past_the_zombie_epochs(registry, tmp_path):
-    accepted = {(1, 3, 0): "e1a1"}
+    registry.accept(1, 3, 0, "e1a1")
     winner = stage(registry, tmp_path, 1, 0, "e1a1", "winner")
     stage(registry, tmp_path, 1, 0, "e1a2", "loser")
-    registry.sweep(accepted, settled=1, epoch=1)  # checkpoint 1 committed the winner's files
+    registry.sweep(settled=1, epoch=1)  # checkpoint 1 committed the winner's files
     assert winner[0].exists(), "a settled record is forgotten, its files are not touched"
     assert records(registry) == {(1, 0, "e1a2")}
-    assert accepted == {}
-    registry.sweep(accepted, settled=1, epoch=1 + ZOMBIE_EPOCHS)
+    assert registry.accepted == {}
+    registry.sweep(settled=1, epoch=1 + ZOMBIE_EPOCHS)
     assert records(registry) == set()
 
 
 def test_records_of_later_epochs_are_left_to_their_epoch(registry, tmp_path):
     running = stage(registry, tmp_path, 5, 0, "e5a1", "in-flight")
-    registry.sweep({}, settled=3, epoch=4)
+    registry.sweep(settled=3, epoch=4)
     assert running[0].exists() and records(registry) == {(5, 0, "e5a1")}
 
 
 def test_abort_all_keeps_only_what_the_restored_checkpoint_commits(registry, tmp_path):
     pending = stage(registry, tmp_path, 2, 0, "e2a1", "committable", "after-checkpoint")
+    registry.accept(2, 3, 0, "e2a1")
     registry.abort_all({f"file://{pending[0]}"})
     assert pending[0].exists() and not pending[1].exists()
     assert records(registry) == set()
+    assert registry.accepted == {}, "the restored job decides its epochs again"
 
 
 def test_abort_all_of_another_jobs_records_leaves_the_records(registry, tmp_path):

@@ -199,7 +199,7 @@ class Cluster:
             batch_bounds=self.batch_bounds,
         )
         task = EpochTask(descriptor, self.graph)
-        [restore] = self.state.restore_for(vertex, self.run_id, claimed=True)
+        [restore] = self.state.restore_for(vertex, self.run_id)
         if vertex.is_source:
             items = [(restore.encode(), items)]
         else:
@@ -256,7 +256,7 @@ class Cluster:
         host of its own (from checkpoint storage)."""
         vertex = self.counter
         key_groups = key_group_range(vertex.max_parallelism, vertex.parallelism, 0)
-        [saved] = self.state.restore_for(vertex, self.run_id, claimed=True)
+        [saved] = self.state.restore_for(vertex, self.run_id)
         subtask = KeyedSubtask(
             vertex.head.uid, vertex.name, 0, f"op{vertex.id}-0", key_groups, vertex.max_parallelism
         )

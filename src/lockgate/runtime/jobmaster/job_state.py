@@ -39,6 +39,10 @@ class JobState:
         # (task, subtask) -> version of the subtask whose ack was accepted: a worker may keep
         # using a subtask it holds only if it is that version
         self.versions: dict[tuple[int, int], str] = {}
+        # Whether the state files are this job's own. Not after a resume from another job's
+        # checkpoint (Flink's NO_CLAIM): the next epoch copies every subtask's state into
+        # this job's directory, so that this job never depends on files it cannot delete.
+        self.claimed = True
         self.reset()
 
     def reset(self) -> None:
@@ -54,6 +58,7 @@ class JobState:
         }
         self.operator_states = {v.id: {} for v in self.job.vertices}
         self.versions = {}
+        self.claimed = True
 
     # After an epoch ------------------------------------------------------------------------
 
@@ -71,8 +76,9 @@ class JobState:
         for vertex_id, progress in progress_by_source.items():
             self.enumerators[vertex_id].acknowledge(progress)
         self.epoch = epoch
+        self.claimed = True  # every subtask ran the epoch, on state of its own
 
-    def restore_for(self, vertex: Any, run: str, claimed: bool) -> list[SubtaskRestore]:
+    def restore_for(self, vertex: Any, run: str) -> list[SubtaskRestore]:
         """What each subtask of a task needs to rebuild itself if it is not in memory."""
         keyed = self.manifests.get(vertex.id, {})
         return [
@@ -83,7 +89,7 @@ class JobState:
                 attempt=self.versions.get((vertex.id, index)),
                 keyed=keyed.get(index),
                 operators=self.operator_states[vertex.id].get(index, {}),
-                claimed=claimed,
+                claimed=self.claimed,
             )
             for index in range(vertex.parallelism)
         ]
@@ -146,8 +152,16 @@ class JobState:
                     for entry in (subtask.operator_state or {}).get("committables", ()):
                         yield committer, entry
 
-    def restore(self, checkpoint: CheckpointMetadata, path: str, ignore_unclaimed: bool) -> None:
-        """Put a checkpoint's positions and state versions back, operator by operator."""
+    def restore(
+        self,
+        checkpoint: CheckpointMetadata,
+        path: str,
+        ignore_unclaimed: bool,
+        foreign: bool = False,
+    ) -> None:
+        """Put a checkpoint's positions and state versions back, operator by operator.
+
+        ``foreign``: the checkpoint is another job's, whose files this one does not claim."""
         nodes = {node.uid: (vertex, node) for vertex in self.job.vertices for node in vertex.nodes}
         unclaimed = sorted(set(checkpoint.operators) - set(nodes))
         if unclaimed and not ignore_unclaimed:
@@ -195,3 +209,4 @@ class JobState:
                     raise CheckpointFormatError(str(exc)) from None
         self.epoch = checkpoint.epoch
         self.committed_epoch = checkpoint.epoch
+        self.claimed = not foreign

@@ -153,13 +153,13 @@ def test_acks_accumulate_key_groups_and_advance_sources():
     assert state_files(state) == {handle(name).file for name in ("0-e1", "0-e2", "1-e1", "1-e2")}
     assert state.state_bytes() == 40
     assert state.enumerators[vertex(graph, "numbers").id].snapshot() == positions_at(7)
-    restore = state.restore_for(counter, "job#0", claimed=False)
+    restore = state.restore_for(counter, "job#0")
     assert [r.subtask for r in restore] == [0, 1]
     assert restore[0].keyed == HeapManifest(
         {"count": "value"}, {1: handle("0-e1"), 2: handle("0-e2")}
     )
     assert restore[0].operators["files"]["next_part"] == 2
-    assert restore[0].claimed is False
+    assert restore[0].claimed is True
     assert [restore[i].attempt for i in (0, 1)] == ["e2a10", "e2a11"]  # the accepted acks
     decoded = SubtaskRestore.decode(restore[1].encode(), counter.id, 1, "job#0")
     assert decoded == restore[1]
@@ -214,6 +214,22 @@ def test_checkpoint_and_restore_round_trip_through_metadata():
     [assignment] = enumerator.plan(100)[0]
     assert assignment.start == 7
     assert enumerator.payload(assignment) == DATA[7:]
+
+
+def test_state_of_another_job_is_copied_by_the_first_epoch():
+    """Restored from another job's checkpoint, subtasks rewrite their state into this job
+    (claimed False) until an epoch has completed; a failover back to the start claims again."""
+    graph = job()
+    checkpoint = checkpoint_of(state_after_two_epochs(graph))
+    state = JobState(job(), "hashmap")
+    state.restore(checkpoint, PATH, ignore_unclaimed=False, foreign=True)
+    counter = vertex(state.job, "counter")
+    assert {r.claimed for r in state.restore_for(counter, "job#1")} == {False}
+    state.apply_acks(3, acks_for(state.job, 3, position=10))
+    assert {r.claimed for r in state.restore_for(counter, "job#1")} == {True}
+    state.restore(checkpoint, PATH, ignore_unclaimed=False, foreign=True)
+    state.reset()
+    assert {r.claimed for r in state.restore_for(counter, "job#2")} == {True}
 
 
 def test_state_restores_by_uid_when_the_chaining_changed():

@@ -1,0 +1,90 @@
+"""Checkpoint finalization and commit: a fully acknowledged epoch becomes a checkpoint.
+
+In Flink's order: ``_metadata`` is written (last, atomically: from then on the checkpoint
+exists and its epochs never run again), the state files it names are registered, held
+collect results go out, sinks commit the checkpoint's committables, and checkpoints
+beyond the retained count are subsumed, releasing the files only they named.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lockgate.checkpoint.coordinator import CheckpointCoordinator, CompletedCheckpoint
+from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
+from lockgate.runtime.errors import InjectedStorageFailure, JobExecutionError
+from lockgate.runtime.jobmaster.collected_results import CollectedResults
+from lockgate.runtime.jobmaster.failure_injector import FailureInjector
+from lockgate.runtime.jobmaster.job_state import JobState
+
+log = logging.getLogger("lockgate")
+
+
+class CheckpointFinalizer:
+    def __init__(
+        self,
+        coordinator: CheckpointCoordinator,
+        state: JobState,
+        shared_state: SharedStateRegistry,
+        results: CollectedResults,
+        injector: FailureInjector,
+    ):
+        self.coordinator = coordinator
+        self.state = state
+        self.shared_state = shared_state
+        self.results = results
+        self.injector = injector
+        self.written_since_checkpoint = 0  # state bytes, for the checkpoint's statistics
+
+    def epoch_wrote(self, state_bytes: int) -> None:
+        self.written_since_checkpoint += state_bytes
+
+    def finalize(self, epoch: int, started: float, final: bool) -> int | None:
+        """Complete a checkpoint at the end of ``epoch``; its id, or None if it failed.
+
+        A failed checkpoint is tolerated as configured, except the ``final`` one taken after
+        the end of input: the job may finish only once it has committed all output, so its
+        failure is a failover (as in Flink), whatever the tolerance.
+        """
+        try:
+            checkpoint = self.coordinator.complete(
+                epoch,
+                self.state.checkpoint_operators(),
+                started,
+                self.written_since_checkpoint,
+                self._before_metadata_write,
+            )
+        except OSError as exc:
+            reason = f"checkpoint of epoch {epoch} failed: {exc}"
+            intolerable = self.coordinator.failed(epoch, reason, started)
+            if final:
+                raise JobExecutionError(
+                    f"{reason}; the final checkpoint, which commits the output of the last "
+                    "epochs, is never skipped"
+                ) from exc
+            if intolerable:
+                raise JobExecutionError(reason) from exc
+            log.warning("%s", reason)
+            return None
+        self.shared_state.hold(("checkpoint", checkpoint.id), checkpoint.files())
+        self.written_since_checkpoint = 0
+        self.results.release()
+        self.injector.strike("after-metadata-before-commit", checkpoint.id)
+        self.commit(checkpoint)
+        self.state.committed_epoch = epoch
+        for dropped in self.coordinator.subsume():
+            self.shared_state.release(("checkpoint", dropped.id))
+        return checkpoint.id
+
+    def commit(self, checkpoint: CompletedCheckpoint) -> None:
+        """Commit every sink's committables of ``checkpoint``. Committers are idempotent: a
+        restore commits its checkpoint again, whatever the failure left half done."""
+        for number, (committer, committable) in enumerate(
+            self.state.committables(checkpoint.metadata)
+        ):
+            if number == 1:
+                self.injector.strike("mid-commit", checkpoint.id)
+            committer.commit(committable)
+
+    def _before_metadata_write(self, checkpoint_id: int) -> None:
+        self.injector.strike("metadata-write", checkpoint_id, InjectedStorageFailure)

@@ -1,0 +1,172 @@
+"""Failover: after a failure, the restart strategy decides; then the job goes back to the
+latest completed checkpoint (or to the checkpoint it resumed from, or to its start).
+
+A restore starts a new *generation*: subtasks that Python workers still hold from before
+are stale and rebuild from the restored state. What tasks staged after the checkpoint is
+aborted by recorded name, and the checkpoint's committables are committed again (commits
+are idempotent; the failure may have struck in the middle of them).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from lockgate.checkpoint.coordinator import (
+    CheckpointCoordinator,
+    CompletedCheckpoint,
+    load_checkpoint,
+)
+from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
+from lockgate.checkpoint.staged_files import StagedFilesRegistry
+from lockgate.checkpoint.storage import Storage
+from lockgate.common.records import RecordFormatError
+from lockgate.runtime.errors import InjectedFailure, JobExecutionError
+from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
+from lockgate.runtime.jobmaster.collected_results import CollectedResults
+from lockgate.runtime.jobmaster.failure_injector import FailureInjector
+from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.job_summary import JobSummary
+from lockgate.runtime.jobmaster.restart import now_ms
+
+log = logging.getLogger("lockgate")
+
+# Failures the restart strategy handles: failed epochs, storage errors, damaged checkpoints
+# and control records, injected failures. Any other exception on the driver is a bug of
+# lockgate's, and fails the job at once with its traceback.
+RECOVERABLE = (
+    JobExecutionError,
+    CheckpointFormatError,
+    RecordFormatError,
+    OSError,
+    InjectedFailure,
+)
+
+
+class Failover:
+    def __init__(
+        self,
+        job: Any,
+        settings: JobSettings,
+        state: JobState,
+        coordinator: CheckpointCoordinator,
+        shared_state: SharedStateRegistry,
+        staged: StagedFilesRegistry,
+        finalizer: CheckpointFinalizer,
+        results: CollectedResults,
+        injector: FailureInjector,
+        summary: JobSummary,
+        cancelled: threading.Event,
+    ):
+        self.job = job
+        self.settings = settings
+        self.state = state
+        self.coordinator = coordinator
+        self.shared_state = shared_state
+        self.staged = staged
+        self.finalizer = finalizer
+        self.results = results
+        self.injector = injector
+        self.summary = summary
+        self.cancelled = cancelled
+        self.generation = 0  # bumped by every restore
+        self.resumed_from: CompletedCheckpoint | None = None  # execution.state-recovery.path
+
+    def resume(self, path: str) -> None:
+        """Start from the checkpoint at ``path`` (another job's). A checkpoint that cannot
+        be read or does not fit the job fails the job at once; a failing restore retries."""
+        try:
+            checkpoint, skipped = load_checkpoint(path)
+            JobState(self.job, self.state.backend).restore(
+                checkpoint.metadata, checkpoint.path or path, self.settings.ignore_unclaimed
+            )
+        except (CheckpointFormatError, OSError) as exc:
+            raise JobExecutionError(f"cannot restore the job: {exc}") from exc
+        for reason in skipped:
+            log.warning("skipping checkpoint: %s", reason)
+        log.warning("job %s resumes from %s", self.settings.job_id, checkpoint.path)
+        self.resumed_from = checkpoint
+        self.recover(lambda: self.restore(checkpoint, foreign=True))
+
+    def recover(self, restore: Callable[[], None], failure: BaseException | None = None) -> None:
+        """Ask the restart strategy, then restore; a failed restore is a failure too."""
+        restart = self.settings.restart
+        while True:
+            if failure is not None:
+                delay = restart.next_delay_ms(now_ms())
+                if delay is None:
+                    message = str(failure)
+                    if restart.name != "none":
+                        message += f" (restart strategy {restart.name}: no restarts left)"
+                    raise JobExecutionError(message) from failure
+                self.summary.restarts += 1
+                log.warning(
+                    "job %s failed (%s); restarting in %.0f ms",
+                    self.settings.job_id,
+                    failure,
+                    delay,
+                )
+                if self.cancelled.wait(delay / 1000):
+                    return
+            try:
+                restore()
+                return
+            except RECOVERABLE as exc:
+                failure = exc
+
+    def restore_latest(self) -> None:
+        """Back to the latest completed checkpoint, read again from storage."""
+        latest = self.coordinator.latest
+        if latest is not None and latest.path is not None:
+            latest, skipped = load_checkpoint(latest.path)
+            for reason in skipped:
+                log.warning("skipping checkpoint: %s", reason)
+        if latest is None and self.resumed_from is not None:
+            self.restore(self.resumed_from, foreign=True)
+            return
+        self.restore(latest, foreign=False)
+
+    def restore(self, checkpoint: CompletedCheckpoint | None, foreign: bool) -> None:
+        """Back to ``checkpoint`` (None: the start of the job); ``foreign``: another job's."""
+        self.generation += 1
+        self.results.drop_held()
+        self.injector.strike("during-restore", self.generation)
+        if checkpoint is None:
+            self.state.reset()
+        else:
+            path = checkpoint.path or "in memory"
+            self.state.restore(checkpoint.metadata, path, self.settings.ignore_unclaimed, foreign)
+            self.finalizer.commit(checkpoint)
+            if foreign and checkpoint.path is not None:
+                # What the other run staged after this checkpoint; its records stay (its
+                # directory is not ours).
+                old_root = Storage(checkpoint.path.rstrip("/").rpartition("/")[0])
+                old_staging = StagedFilesRegistry(old_root.child("staging"))
+                self.abort_staged(old_staging, checkpoint, forget=False)
+        self.abort_staged(self.staged, checkpoint)
+        self.shared_state.hold_live(self.state.subtask_files())
+        self.shared_state.sweep()
+
+    def abort_staged(
+        self,
+        registry: StagedFilesRegistry,
+        checkpoint: CompletedCheckpoint | None,
+        forget: bool = True,
+    ) -> None:
+        """Delete what tasks staged that will never be committed: everything but the staged
+        files of the committables of ``checkpoint``, the one the job stands on (committed
+        already, unless that commit failed and a resume must do it again)."""
+        keep = (
+            {
+                url
+                for committer, committable in self.state.committables(checkpoint.metadata)
+                for url in committer.staged_files(committable)
+            }
+            if checkpoint is not None
+            else set()
+        )
+        registry.abort_all(keep, forget)

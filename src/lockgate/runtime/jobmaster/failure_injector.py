@@ -1,0 +1,29 @@
+"""Failures that tests plant in the protocol (``lockgate.testing.inject-failure``).
+
+Each planned failure names a point of the protocol and an epoch or checkpoint id, and
+strikes once: the job that failed over there passes the point when it comes back to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lockgate.runtime.errors import InjectedFailure
+
+
+class FailureInjector:
+    def __init__(self, planned: Iterable[tuple[str, int]]):
+        self._planned = set(planned)
+
+    def take(self, point: str, number: int) -> bool:
+        """Whether a failure is planned at ``point`` for ``number``; it is then used up
+        (a task strikes it: the epoch's descriptor carries it)."""
+        if (point, number) not in self._planned:
+            return False
+        self._planned.discard((point, number))
+        return True
+
+    def strike(self, point: str, number: int, failure: type[Exception] = InjectedFailure) -> None:
+        """Raise ``failure`` if one is planned here on the driver."""
+        if self.take(point, number):
+            raise failure(f"injected failure at {point} ({number})")

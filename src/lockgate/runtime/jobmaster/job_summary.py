@@ -1,0 +1,38 @@
+"""What a job reports as it runs: statistics per epoch and checkpoint, and restarts."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.checkpoint.coordinator import CheckpointStats
+
+
+@dataclass
+class EpochStats:
+    epoch: int
+    records: int
+    duration_ms: float
+    state_bytes: int
+    state_entries: int
+    restored_subtasks: int
+    checkpoint_id: int | None = None
+
+
+@dataclass
+class EpochResult:
+    stats: EpochStats | None  # None: results released late, after a failure
+    collected: list[Any]
+
+
+@dataclass
+class JobSummary:
+    job_id: str
+    job_name: str
+    epochs: deque[EpochStats]  # the most recent ones
+    checkpoints: list[CheckpointStats] = field(default_factory=list)
+    restarts: int = 0
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None

@@ -1,0 +1,79 @@
+"""Driver-side pieces built from real job graphs and resolved settings (no Spark)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lockgate.checkpoint.coordinator import CheckpointCoordinator
+from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
+from lockgate.checkpoint.storage import Storage
+from lockgate.common import WatermarkStrategy
+from lockgate.common.time import Duration
+from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
+from lockgate.graph.job_graph import build_job_graph
+from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
+from lockgate.runtime.jobmaster.collected_results import CollectedResults
+from lockgate.runtime.jobmaster.failure_injector import FailureInjector
+from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.job_state import JobState
+
+
+class Passthrough(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+
+def resolve(tmp_path: Path, **config: str) -> JobSettings:
+    """Settings of a job on local Spark, its work directory under ``tmp_path``."""
+    values = {"lockgate.work-dir": f"file://{tmp_path}/work", **config}
+    return JobSettings.resolve(values, "unit", "local[2]")
+
+
+def collection_job(data: list[int], parallelism: int = 2) -> Any:
+    env = StreamExecutionEnvironment()
+    env.from_collection(data).uid("numbers").key_by(lambda x: x % 3).process(Passthrough()).uid(
+        "counter"
+    ).print().uid("out")
+    return build_job_graph(env._transformations, parallelism, 128)
+
+
+def watching_job(directory: Path) -> Any:
+    """A continuous file source: never finished, with input only when files appear."""
+    source = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(directory))
+        .monitor_continuously(Duration.of_millis(1))
+        .build()
+    )
+    env = StreamExecutionEnvironment()
+    env.from_source(source, WatermarkStrategy.no_watermarks(), "lines").uid("lines").print()
+    return build_job_graph(env._transformations, 1, 128)
+
+
+@dataclass
+class Checkpointing:
+    """The driver's checkpoint parts for a small collection job, under ``tmp_path``/chk."""
+
+    settings: JobSettings
+    job_root: Storage
+    finalizer: CheckpointFinalizer
+    injector: FailureInjector
+
+    @staticmethod
+    def build(
+        tmp_path: Path, injections: Iterable[tuple[str, int]] = (), **config: str
+    ) -> Checkpointing:
+        config.setdefault("execution.checkpointing.interval", "1 s")
+        config["execution.checkpointing.dir"] = f"file://{tmp_path}/chk"
+        settings = resolve(tmp_path, **config)
+        assert settings.checkpoint_dir is not None
+        job_root = Storage(settings.checkpoint_dir)
+        coordinator = CheckpointCoordinator(settings.checkpoint, settings.job_id, job_root)
+        state = JobState(collection_job([1, 2, 3]), settings.keyed_state.backend)
+        registry = SharedStateRegistry(job_root.child("shared"))
+        injector = FailureInjector(injections)
+        finalizer = CheckpointFinalizer(coordinator, state, registry, CollectedResults(), injector)
+        return Checkpointing(settings, job_root, finalizer, injector)
