@@ -58,5 +58,6 @@ class SharedStateRegistry:
         if not files.fs.exists(files.root):
             return
         for path in files.fs.find(files.root):
-            if files.fs.unstrip_protocol(path) not in self._counts:
-                files.fs.rm(path)
+            url = files.fs.unstrip_protocol(path)
+            if url not in self._counts:
+                files.discard(url)

@@ -130,11 +130,11 @@ class StagedFilesRegistry:
             key = (record.epoch, record.vertex, record.subtask)
             if accepted.get(key) == record.attempt:
                 if record.epoch <= settled:
-                    self.storage.remove(record.name)  # its files are committed
+                    self._forget(record)  # its files are committed
                 continue
             _delete(record.files)
             if record.epoch <= epoch - ZOMBIE_EPOCHS:
-                self.storage.remove(record.name)
+                self._forget(record)
         for key in [key for key in accepted if key[0] <= settled]:
             del accepted[key]
 
@@ -144,9 +144,13 @@ class StagedFilesRegistry:
         for record in list(self.records()):
             _delete(url for url in record.files if url not in keep)
             if forget:
-                self.storage.remove(record.name)
+                self._forget(record)
         if forget:
             self.accepted.clear()
+
+    def _forget(self, record: StagedFiles) -> None:
+        self.storage.remove(record.name)
+        self.storage.prune(record.name.rpartition("/")[0])  # the epoch's directory
 
 
 def _delete(urls: Iterable[str]) -> None:

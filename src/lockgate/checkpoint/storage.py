@@ -6,6 +6,7 @@ write goes to a temporary name first and is renamed into place.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -125,6 +126,18 @@ class Storage:
         if relative is None:
             raise ValueError(f"not deleting {url}: it is not under {self.url}")
         self.remove(relative)
+        self.prune(relative.rpartition("/")[0])
+
+    def prune(self, relative: str) -> None:
+        """Remove the directory ``relative`` if it is empty, so that directories made per
+        epoch or per state version go with their last file instead of piling up for as
+        long as the job runs. Only on local file systems, whose ``rmdir`` refuses a
+        non-empty directory atomically (an attempt may be writing into it); object stores
+        have no empty directories."""
+        if not relative or not isinstance(self.fs, LocalFileSystem):
+            return
+        with contextlib.suppress(OSError):  # not empty, or gone already
+            os.rmdir(self.path(relative))
 
     def list(self, relative: str) -> list[str]:
         """Names (not paths) of the entries of a directory, or [] if it does not exist."""

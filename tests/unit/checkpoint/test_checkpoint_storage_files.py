@@ -164,6 +164,23 @@ def test_read_url_and_discard_take_url_of(kind, tmp_path, memory_url):
         read_url(storage.url_of("chk-1/own"))
 
 
+def test_discarding_the_last_file_of_a_directory_removes_the_directory(tmp_path):
+    """Per-version directories go with their last file: a job that runs for a month must
+    not leave one empty directory per epoch behind."""
+    storage = Storage(f"file://{tmp_path}/shared")
+    storage.write_bytes("op/0/e1-a1/MANIFEST", b"m")
+    storage.write_bytes("op/0/e1-a1/OPTIONS", b"o")
+    storage.write_bytes("op/0/e2-a2/MANIFEST", b"m")
+    storage.discard(storage.url_of("op/0/e1-a1/MANIFEST"))
+    assert storage.list("op/0") == ["e1-a1", "e2-a2"]  # OPTIONS is still there
+    storage.discard(storage.url_of("op/0/e1-a1/OPTIONS"))
+    assert storage.list("op/0") == ["e2-a2"]
+    storage.prune("op/0")  # not empty: kept
+    assert storage.list("op") == ["0"]
+    storage.prune("")  # never the tree itself
+    assert (tmp_path / "shared").is_dir()
+
+
 def test_read_url_accepts_a_plain_local_path(tmp_path):
     (tmp_path / "f").write_bytes(b"plain")
     assert read_url(str(tmp_path / "f")) == b"plain"

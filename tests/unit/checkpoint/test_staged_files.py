@@ -84,6 +84,7 @@ def test_records_are_forgotten_once_settled_or_past_the_zombie_epochs(registry, 
     assert registry.accepted == {}
     registry.sweep(settled=1, epoch=1 + ZOMBIE_EPOCHS)
     assert records(registry) == set()
+    assert registry.storage.list("") == [], "an epoch's directory goes with its last record"
 
 
 def test_records_of_later_epochs_are_left_to_their_epoch(registry, tmp_path):
