@@ -399,10 +399,12 @@ def output_problems(what: str, lines: list[str], fed: list[tuple[int, str, str]]
     for key in sorted(set(fed_per_key) | set(counts_by_key)):
         counts = sorted(counts_by_key.get(key, []))
         if counts != list(range(1, fed_per_key[key] + 1)):
-            wrong = Counter(counts) - Counter(range(1, fed_per_key[key] + 1))
+            expected = Counter(range(1, fed_per_key[key] + 1))
+            absent = sorted(expected - Counter(counts))[:10]
+            wrong = sorted(Counter(counts) - expected)[:10]
             problems.append(
                 f"{what}: key {key} fed {fed_per_key[key]} times has counts other than "
-                f"1..{fed_per_key[key]} (unexpected or repeated: {sorted(wrong)[:10]})"
+                f"1..{fed_per_key[key]} (missing {absent}, unexpected or repeated {wrong})"
             )
             break  # one key says enough
     last: dict[tuple[str, str], tuple[int, int]] = {}

@@ -387,6 +387,11 @@ def check_output(report: RunReport, root: Path) -> None:
     staged = [p.name for p in (root / "out").rglob(".*") if p.is_file()]
     if staged:
         report.problems.append(f"staged part files left after the job stopped: {staged[:5]}")
+    # A cancelled job without externalized checkpoints removes its checkpoints, and every
+    # job removes its files from the work directory.
+    left = [str(p) for name in ("checkpoints", "work") for p in (root / name).rglob("*")]
+    if left:
+        report.problems.append(f"{len(left)} files left after the job stopped: {left[:5]}")
 
 
 def check_failures(report: RunReport, traps: Traps) -> None:
