@@ -273,17 +273,23 @@ def latest_checkpoint(checkpoints: Path) -> tuple[int, int] | None:
     return None
 
 
-def tree_size(root: Path) -> tuple[int, int]:
-    """(files, bytes) under ``root``; files may vanish while it is walked."""
-    files = size = 0
-    for dirpath, _, names in os.walk(root):
+def tree_size(root: Path) -> tuple[int, int, dict[str, int]]:
+    """Entries (files and directories), bytes, and entries per directory two levels down
+    (a job's id shown as ``<job>``) under ``root``; entries may vanish while it is walked."""
+    entries = size = 0
+    by_dir: Counter = Counter()
+    for dirpath, dirnames, names in os.walk(root):
+        parts = Path(dirpath).relative_to(root).parts[:2]
+        where = "/".join("<job>" if re.fullmatch(r"[0-9a-f]{32}", p) else p for p in parts)
+        by_dir[where or "."] += len(dirnames) + len(names)
+        entries += len(dirnames)
         for name in names:
             try:
                 size += os.stat(os.path.join(dirpath, name)).st_size
-                files += 1
+                entries += 1
             except FileNotFoundError:
                 pass
-    return files, size
+    return entries, size, dict(by_dir)
 
 
 def rss_bytes() -> int:
@@ -292,14 +298,17 @@ def rss_bytes() -> int:
 
 
 class SparkJobs:
-    """The number of Spark jobs started in the application (lockgate runs one per epoch
-    attempt); job ids are sequential, and the status tracker knows the recent ones."""
+    """Counts the Spark jobs started in the application (lockgate runs one per epoch attempt).
+
+    Job ids are sequential and the status tracker knows the most recent ones (1000 by
+    default): one counter probes forward from the last id it saw, so it must be asked at
+    least every few hundred jobs, and serves every run of the session.
+    """
 
     def __init__(self, spark: Any):
         self.spark = spark
         self.tracker = spark.sparkContext.statusTracker()
         self.next_id = 0
-        self.next_id = self.count()
 
     def count(self) -> int:
         misses, probe = 0, self.next_id

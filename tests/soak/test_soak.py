@@ -21,11 +21,16 @@ committed, stops the job through the iterator, and checks:
 - exactly once: every fed line leads to exactly one committed output line (FileSink) and
   one collected record, with per-key counts exactly 1..n (see ``output_problems``);
 - every planned failure happened, and no other (restarts == failures that fail over);
-- flat driver memory (see ``assert_flat``) and bounded checkpoint storage.
+- flat driver memory (``flat_memory_problems``), and checkpoint storage and the work
+  directory that do not grow with the run (``bounded_storage_problems``).
+
+Each run prints its figures (epochs, checkpoints, restarts, memory by quarter of the feed,
+storage, every failure with its time) before the checks fail or pass.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import logging
@@ -36,7 +41,9 @@ import sys
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -148,10 +155,12 @@ class Sample:
     spark_jobs: int
     fed_lines: int
     fed_files: int
-    checkpoint_files: int  # the checkpoint directory (refreshed every 30 s)
+    checkpoint_entries: int  # files and directories in checkpoint storage (every 30 s)
     checkpoint_bytes: int
-    work_files: int  # lockgate.work-dir
+    checkpoint_dirs: dict[str, int]  # entries per directory, two levels down
+    work_entries: int  # lockgate.work-dir
     work_bytes: int
+    work_dirs: dict[str, int]
 
 
 @dataclass
@@ -223,9 +232,14 @@ def run_soak(
     runner = JobRunner(results, root / "collected.txt")
     runner.start()
     feeder.start()
-    spark_jobs = SparkJobs(SparkSession.builder.getOrCreate())
+    spark_jobs = spark_job_counter()
+    jobs_before = spark_jobs.count()
+
+    def jobs() -> int:
+        return spark_jobs.count() - jobs_before
+
     try:
-        feed_and_observe(report, feeder, traps, runner, log, spark_jobs, root, started)
+        feed_and_observe(report, feeder, traps, runner, log, jobs, root, started)
         report.memory_growth = growth_since(root / "middle.tracemalloc")
         feeder.stop()
         report.fed_lines, report.fed_files = feeder.lines, feeder.files
@@ -256,7 +270,7 @@ def feed_and_observe(
     traps: Traps,
     runner: JobRunner,
     log: RestartLog,
-    spark_jobs: SparkJobs,
+    spark_jobs: Callable[[], int],
     root: Path,
     started: float,
 ) -> None:
@@ -266,7 +280,8 @@ def feed_and_observe(
     """
     pending = sorted((e for e in report.events if e.kind == "user"), key=lambda e: e.at_s)
     next_sample, next_line, next_jvm = 0.0, 60.0, 0.0
-    disk, jvm_heap = (0, 0, 0, 0), 0
+    disk: tuple = (0, 0, {}, 0, 0, {})
+    jvm_heap = 0
     mid_snapshot: Path | None = root / "middle.tracemalloc"
     with open(root / "samples.jsonl", "w") as samples:
         while (now := time.monotonic() - started) < report.feed_s:
@@ -285,7 +300,7 @@ def feed_and_observe(
                 if next_sample % 30 < SAMPLE_EVERY_S:  # walking the directories costs a little
                     disk = (*tree_size(root / "checkpoints"), *tree_size(root / "work"))
                 if now >= next_jvm:
-                    jvm_heap = jvm_heap_after_gc(spark_jobs.spark)
+                    jvm_heap = jvm_heap_after_gc()
                     next_jvm += JVM_EVERY_S
                 latest = sample(now, feeder, spark_jobs, root, jvm_heap, disk)
                 samples.write(json.dumps(asdict(latest)) + "\n")
@@ -298,7 +313,7 @@ def feed_and_observe(
 
 
 def sample(
-    now: float, feeder: Feeder, spark_jobs: SparkJobs, root: Path, jvm_heap: int, disk
+    now: float, feeder: Feeder, spark_jobs: Callable[[], int], root: Path, jvm_heap: int, disk
 ) -> Sample:
     checkpoint, epoch = latest_checkpoint(root / "checkpoints") or (0, 0)
     gc.collect()  # garbage in reference cycles is not a leak: count only what is live
@@ -309,7 +324,7 @@ def sample(
         jvm_heap,
         checkpoint,
         epoch,
-        spark_jobs.count(),
+        spark_jobs(),
         feeder.lines,
         feeder.files,
         *disk,
@@ -332,8 +347,14 @@ def growth_since(snapshot_file: Path, top: int = 8) -> str:
     return "\n".join(lines)
 
 
-def jvm_heap_after_gc(spark: Any) -> int:
-    jvm = spark.sparkContext._jvm
+@functools.cache
+def spark_job_counter() -> SparkJobs:
+    """One counter for the session (see SparkJobs), made once the first job started Spark."""
+    return SparkJobs(SparkSession.builder.getOrCreate())
+
+
+def jvm_heap_after_gc() -> int:
+    jvm = spark_job_counter().spark.sparkContext._jvm
     jvm.java.lang.System.gc()
     runtime = jvm.java.lang.Runtime.getRuntime()
     return runtime.totalMemory() - runtime.freeMemory()
@@ -492,21 +513,26 @@ def flat_memory_problems(report: RunReport) -> list[str]:
 
 
 def bounded_storage_problems(report: RunReport) -> list[str]:
-    """State is bounded (KEYS keys) and two checkpoints are retained, so what checkpoint
-    storage and the work directory hold must not grow with the run: at most twice (plus a
-    little) what they held in the second quarter."""
+    """State is bounded (KEYS keys) and two checkpoints are retained, so checkpoint storage
+    and the work directory must not grow with the run: the largest number of entries (files
+    and directories) and bytes in the last quarter of the feed may exceed those of the
+    second quarter by half (or 50 entries, 1 MiB), not more: what grows steadily from the
+    start (per epoch, per checkpoint) about doubles from one quarter to the other."""
     _, second, _, last = quarters(report)
     problems = []
-    for what, files, size in (
-        ("checkpoint storage", "checkpoint_files", "checkpoint_bytes"),
-        ("the work directory", "work_files", "work_bytes"),
-    ):
-        before = max(getattr(s, files) for s in second), max(getattr(s, size) for s in second)
-        after = max(getattr(s, files) for s in last), max(getattr(s, size) for s in last)
-        if after[0] > 2 * before[0] + 20 or after[1] > 2 * before[1] + 2**20:
+    for what, prefix in (("checkpoint storage", "checkpoint"), ("the work directory", "work")):
+        count = attrgetter(f"{prefix}_entries")
+        before, after = max(second, key=count), max(last, key=count)
+        entries = count(before), count(after)
+        size = [max(getattr(s, f"{prefix}_bytes") for s in part) for part in (second, last)]
+        grew = entries[1] > entries[0] + max(50, entries[0] // 2)
+        if grew or size[1] > size[0] + max(2**20, size[0] // 2):
+            dirs = getattr(before, f"{prefix}_dirs"), getattr(after, f"{prefix}_dirs")
+            grown = {d: (dirs[0].get(d, 0), n) for d, n in dirs[1].items() if n > dirs[0].get(d, 0)}
             problems.append(
-                f"{what} grew from {before[0]} files, {before[1]} bytes (second quarter) to "
-                f"{after[0]} files, {after[1]} bytes (last quarter)"
+                f"{what} grew from {entries[0]} entries, {size[0]} bytes (second quarter of "
+                f"the feed) to {entries[1]} entries, {size[1]} bytes (last quarter); entries "
+                f"per directory that grew (before, after): {grown}"
             )
     return problems
 
@@ -556,7 +582,8 @@ def summary(report: RunReport) -> str:
         f"soak {report.backend}: fed {report.fed_lines} lines in {report.fed_files} files over "
         f"{report.feed_s / 60:.1f} min; all committed {report.drain_s:.1f} s after the feed "
         f"ended; the job stopped {report.stop_s:.1f} s after close()",
-        f"  epochs: {last.epoch} (at the latest checkpoint), Spark jobs: {last.spark_jobs}, "
+        f"  epochs: {last.epoch} (at the latest checkpoint), Spark jobs: {last.spark_jobs} "
+        f"(epoch attempts, in the feeding time), "
         f"checkpoints: {last.checkpoint} (latest id), restarts: {len(report.restarts)}",
         "  by quarter of the feed: traced Python memory "
         + levels("traced", 1024, "KiB")
@@ -565,9 +592,9 @@ def summary(report: RunReport) -> str:
         + "; JVM heap after GC "
         + levels("jvm_heap", 2**20, "MiB"),
         f"  memory samples: {len(report.samples)} (every {SAMPLE_EVERY_S:g} s); checkpoint "
-        f"storage at most {max(s.checkpoint_files for s in report.samples)} files, "
+        f"storage at most {max(s.checkpoint_entries for s in report.samples)} entries, "
         f"{max(s.checkpoint_bytes for s in report.samples) / 2**20:.1f} MiB; work dir at most "
-        f"{max(s.work_files for s in report.samples)} files, "
+        f"{max(s.work_entries for s in report.samples)} entries, "
         f"{max(s.work_bytes for s in report.samples) / 2**20:.1f} MiB",
         "  growth of live Python memory over the second half of the feed, largest first:",
         report.memory_growth,
