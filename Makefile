@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration lint typecheck format java clean
+.PHONY: demo test unit integration soak lint typecheck format java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ unit: $(STAMP)
 
 integration: $(STAMP) java
 	$(BIN)/python -m pytest -q tests/integration
+
+# Not part of `test`: a continuous job with failures every few minutes, checked for exactly-once
+# output and flat driver memory; LOCKGATE_SOAK_MINUTES (default 30) per state backend.
+soak: $(STAMP) java
+	$(BIN)/python -m pytest -q -s -m soak tests/soak
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples bench
