@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import posixpath
 import uuid
 from typing import Any
 
@@ -111,12 +112,14 @@ class Storage:
             self.fs.rm(path, recursive=True)
 
     def relative_of(self, url: str) -> str | None:
-        """The path of ``url`` relative to this tree, or None when it lies outside it."""
+        """The path of ``url`` relative to this tree, or None when it lies outside it
+        (``..`` resolved first: a record that names ``<tree>/../elsewhere`` is outside)."""
         fs, found = url_to_fs(url)
-        path: str = found.rstrip("/")
-        if type(fs) is not type(self.fs) or not path.startswith(self.root + "/"):
+        path: str = posixpath.normpath(found)
+        root = posixpath.normpath(self.root)
+        if type(fs) is not type(self.fs) or not path.startswith(root + "/"):
             return None
-        return path[len(self.root) + 1 :]
+        return path[len(root) + 1 :]
 
     def discard(self, url: str) -> None:
         """Delete the file at ``url``, which must lie in this tree: the URLs come from

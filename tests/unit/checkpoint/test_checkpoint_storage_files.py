@@ -188,7 +188,14 @@ def test_read_url_accepts_a_plain_local_path(tmp_path):
 
 @pytest.mark.parametrize(
     "outside",
-    ["{tmp}/other/f", "{tmp}/shared-but-not-under/f", "{tmp}/shared", "memory://{tmp}/shared/f"],
+    [
+        "{tmp}/other/f",
+        "{tmp}/shared-but-not-under/f",
+        "{tmp}/shared",
+        "memory://{tmp}/shared/f",
+        "{tmp}/shared/../other/f",
+        "file://{tmp}/shared/op/../../other/f",
+    ],
 )
 def test_discard_refuses_urls_outside_its_tree(tmp_path, outside):
     storage = Storage(f"file://{tmp_path}/shared")
