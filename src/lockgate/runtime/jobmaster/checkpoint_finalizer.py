@@ -76,13 +76,14 @@ class CheckpointFinalizer:
             self.shared_state.release(("checkpoint", dropped.id))
         return checkpoint.id
 
-    def commit(self, checkpoint: CompletedCheckpoint) -> None:
+    def commit(self, checkpoint: CompletedCheckpoint, again: bool = False) -> None:
         """Commit every sink's committables of ``checkpoint``. Committers are idempotent: a
-        restore commits its checkpoint again, whatever the failure left half done."""
+        restore commits its checkpoint ``again``, whatever the failure left half done (the
+        ``mid-commit`` injection belongs to the first commit, not to that one)."""
         for number, (committer, committable) in enumerate(
             self.state.committables(checkpoint.metadata)
         ):
-            if number == 1:
+            if number == 1 and not again:
                 self.injector.strike("mid-commit", checkpoint.id)
             committer.commit(committable)
 

@@ -140,7 +140,7 @@ class Failover:
         else:
             path = checkpoint.path or "in memory"
             self.state.restore(checkpoint.metadata, path, self.settings.ignore_unclaimed, foreign)
-            self.finalizer.commit(checkpoint)
+            self.finalizer.commit(checkpoint, again=True)
             if foreign and checkpoint.path is not None:
                 # What the other run staged after this checkpoint; its records stay (its
                 # directory is not ours).

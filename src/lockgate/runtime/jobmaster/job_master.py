@@ -158,11 +158,11 @@ class JobMaster:
     # One epoch -----------------------------------------------------------------------------
 
     def _next_epoch(self, spark_job: EpochJob, graph: Any) -> EpochResult | None:
-        started = time.perf_counter()
         plan = self.planner.plan(self.state, self.failover.generation, self.epoch_cap.value, graph)
         if plan is None:
             self._cancelled.wait(self.settings.idle_poll_s)  # nothing new to read yet
             return None
+        started = time.perf_counter()
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
             output = spark_job.run(

@@ -10,10 +10,10 @@ from typing import Any
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.storage import Storage
-from lockgate.common import WatermarkStrategy
+from lockgate.common import Encoder, WatermarkStrategy
 from lockgate.common.time import Duration
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
-from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
+from lockgate.datastream.connectors.file_system import FileSink, FileSource, StreamFormat
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
@@ -41,6 +41,16 @@ def collection_job(data: list[int], parallelism: int = 2) -> Any:
     return build_job_graph(env._transformations, parallelism, 128)
 
 
+def file_sink_job(directory: Path) -> Any:
+    """A FileSink (uid "files") at parallelism 2 behind a collection source."""
+    env = StreamExecutionEnvironment()
+    sink = FileSink.for_row_format(str(directory), Encoder.simple_string_encoder()).build()
+    env.from_collection([1, 2, 3]).uid("numbers").map(str).uid("text").set_parallelism(2).sink_to(
+        sink
+    ).uid("files")
+    return build_job_graph(env._transformations, 2, 128)
+
+
 def watching_job(directory: Path) -> Any:
     """A continuous file source: never finished, with input only when files appear."""
     source = (
@@ -64,7 +74,10 @@ class Checkpointing:
 
     @staticmethod
     def build(
-        tmp_path: Path, injections: Iterable[tuple[str, int]] = (), **config: str
+        tmp_path: Path,
+        injections: Iterable[tuple[str, int]] = (),
+        job: Any = None,
+        **config: str,
     ) -> Checkpointing:
         config.setdefault("execution.checkpointing.interval", "1 s")
         config["execution.checkpointing.dir"] = f"file://{tmp_path}/chk"
@@ -72,7 +85,7 @@ class Checkpointing:
         assert settings.checkpoint_dir is not None
         job_root = Storage(settings.checkpoint_dir)
         coordinator = CheckpointCoordinator(settings.checkpoint, settings.job_id, job_root)
-        state = JobState(collection_job([1, 2, 3]), settings.keyed_state.backend)
+        state = JobState(job or collection_job([1, 2, 3]), settings.keyed_state.backend)
         registry = SharedStateRegistry(job_root.child("shared"))
         injector = FailureInjector(injections)
         finalizer = CheckpointFinalizer(coordinator, state, registry, CollectedResults(), injector)

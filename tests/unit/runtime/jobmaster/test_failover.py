@@ -7,9 +7,10 @@ import threading
 from collections import deque
 
 import pytest
-from driver_parts import Checkpointing
+from driver_parts import Checkpointing, file_sink_job
 
 from lockgate.checkpoint.staged_files import StagedFilesRegistry
+from lockgate.connectors.file_sink import PartCommittable
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 from lockgate.runtime.jobmaster.failover import Failover
 from lockgate.runtime.jobmaster.job_summary import JobSummary
@@ -21,8 +22,8 @@ RESTARTS = {
 }
 
 
-def failover_for(tmp_path, injections=(), **config):
-    parts = Checkpointing.build(tmp_path, injections, **{**RESTARTS, **config})
+def failover_for(tmp_path, injections=(), job=None, **config):
+    parts = Checkpointing.build(tmp_path, injections, job, **{**RESTARTS, **config})
     finalizer = parts.finalizer
     return Failover(
         finalizer.state.job,
@@ -83,3 +84,29 @@ def test_a_cancel_during_the_delay_skips_the_restore(tmp_path):
     restored = []
     failover.recover(lambda: restored.append(1), InjectedFailure("boom"))
     assert restored == []
+
+
+def test_the_restore_commits_again_without_the_mid_commit_injection(tmp_path):
+    """``mid-commit@N`` strikes the first commit of checkpoint N, never the restore's: a
+    checkpoint whose commit never started is committed whole by the restore."""
+    out = tmp_path / "out"
+    out.mkdir()
+    failover = failover_for(
+        tmp_path,
+        [("after-metadata-before-commit", 1), ("mid-commit", 1)],
+        job=file_sink_job(out),
+    )
+    [sink] = [v for v in failover.job.vertices if any(n.uid == "files" for n in v.nodes)]
+    for index in range(2):
+        pending = out / f".part-{index}.inprogress"
+        pending.write_text("x")
+        part = PartCommittable(1, f"file://{pending}", f"file://{out}/part-{index}", 1)
+        failover.state.operator_states[sink.id][index] = {
+            "files": {"committables": [part.to_json()], "next_part": 1}
+        }
+    failover.state.epoch = 1
+    with pytest.raises(InjectedFailure, match="after-metadata-before-commit"):
+        failover.finalizer.finalize(1, 0.0, final=False)
+    failover.restore_latest()
+    assert sorted(p.name for p in out.iterdir()) == ["part-0", "part-1"]
+    assert failover.injector.take("mid-commit", 1), "still planned for checkpoint 1's commit"
