@@ -200,10 +200,11 @@ class Cluster:
         )
         task = EpochTask(descriptor, self.graph)
         [restore] = self.state.restore_for(vertex, self.run_id)
+        bundle = (restore.encode(), [])
         if vertex.is_source:
-            items = [(restore.encode(), items)]
+            items = [(bundle, items)]
         else:
-            items = [(0, (RESTORE_EDGE, 0, "", 0, restore.encode())), *items]
+            items = [(0, (RESTORE_EDGE, vertex.id, "", 0, bundle)), *items]
         attempt_id = next(_attempt_ids)
         _TaskContext.current = FakeTaskContext(attempt_number, attempt_id)
         subtask_cache.WORKER_CACHE = self.workers.setdefault(worker, SubtaskCache(freeze_gc=False))

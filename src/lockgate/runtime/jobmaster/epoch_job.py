@@ -18,7 +18,12 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.rdd import RDD
 
 from lockgate.runtime.source import SplitAssignment, SplitEnumerator
-from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
+from lockgate.runtime.taskexecutor.epoch_task import (
+    RESTORE_EDGE,
+    EpochTask,
+    RestoreBundle,
+    source_input,
+)
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 
 
@@ -33,13 +38,17 @@ def _target_partition(partition: int) -> int:
 class _Only:
     """Keeps the items of some edges (or what goes to the driver) of a task's output."""
 
-    def __init__(self, edge_ids: frozenset[int] | None):
+    def __init__(self, edge_ids: frozenset[int] | None, consumer: int = -1):
         self.edge_ids = edge_ids  # None: keep the items for the driver (negative tags)
+        self.consumer = consumer  # and the restores the task carries for this consumer
 
     def __call__(self, item: tuple[int, Any]) -> bool:
         if self.edge_ids is None:
             return item[0] < 0
-        return item[0] >= 0 and item[1][0] in self.edge_ids
+        if item[0] < 0:
+            return False
+        edge = item[1][0]
+        return edge in self.edge_ids or (edge == RESTORE_EDGE and item[1][1] == self.consumer)
 
 
 def reports_attempt(vertex: Any) -> bool:
@@ -85,23 +94,23 @@ class EpochJob:
         rdds: dict[int, RDD] = {}
         persisted: list[RDD] = []
         results: list[RDD] = []
+        bundles = self._restore_bundles(restores)
         try:
             for vertex in self.job.vertices:
                 task = tasks[vertex.id]
                 if vertex.is_source:
-                    # Partition i carries subtask i's restore and assignments (a collection
-                    # source's records included): each task deserializes only its own, and
-                    # the task closure stays small (no per-epoch broadcast of the command).
+                    # Partition i carries subtask i's restore bundle and assignments (a
+                    # collection source's records included): each task deserializes only
+                    # its own, and the task closure stays small (no per-epoch broadcast).
                     plan = plans.get(vertex.id, {})
                     enumerator = enumerators[vertex.id]
-                    restore = restores[vertex.id]
                     parts = [
-                        (restore[i], source_input(enumerator, plan.get(i, [])))
+                        (bundles[vertex.id][i], source_input(enumerator, plan.get(i, [])))
                         for i in range(vertex.parallelism)
                     ]
                     base = sc.parallelize(parts, vertex.parallelism)
                 else:
-                    base = self._shuffle_input(vertex, rdds, restores[vertex.id])
+                    base = self._shuffle_input(vertex, rdds)
                 rdd = base.mapPartitionsWithIndex(task)
                 consumers = {edge.target.id for edge in vertex.outputs}
                 collects = _collects(vertex)
@@ -148,16 +157,34 @@ class EpochJob:
             for rdd in persisted:
                 rdd.unpersist(blocking=False)
 
-    def _shuffle_input(self, vertex: Any, rdds: dict[int, RDD], restores: list[bytes]) -> RDD:
-        """The vertex's input channels, and each subtask's restore as one more item for it
-        (one small extra map task, instead of every subtask's restore in every task)."""
-        items = [(i, (RESTORE_EDGE, 0, "", 0, data)) for i, data in enumerate(restores)]
-        inputs: list[RDD] = [self.sc.parallelize(items, 1)]
+    def _restore_bundles(self, restores: dict[int, list[bytes]]) -> dict[int, list[RestoreBundle]]:
+        """Each subtask's restore bundle (see ``RestoreBundle``): subtask j of a non-source
+        task gets its restore from subtask j % p of its first input's task, through the
+        shuffle between them, so restores travel from the sources hop by hop and every task
+        receives only its own (and those it forwards)."""
+        carried: dict[int, list[list[tuple[int, int, Any]]]] = {
+            v.id: [[] for _ in range(v.parallelism)] for v in self.job.vertices
+        }
+        bundles: dict[int, list[RestoreBundle]] = {}
+        for vertex in reversed(self.job.vertices):  # consumers before the tasks that carry
+            bundles[vertex.id] = list(zip(restores[vertex.id], carried[vertex.id], strict=True))
+            if not vertex.is_source:
+                carrier = vertex.inputs[0].source
+                for index, bundle in enumerate(bundles[vertex.id]):
+                    carried[carrier.id][index % carrier.parallelism].append(
+                        (vertex.id, index, bundle)
+                    )
+        return bundles
+
+    def _shuffle_input(self, vertex: Any, rdds: dict[int, RDD]) -> RDD:
+        """The vertex's input channels (with the restores its first input carries)."""
+        inputs: list[RDD] = []
         for source_id in dict.fromkeys(edge.source.id for edge in vertex.inputs):
             source = self.job.vertex(source_id)
             upstream = rdds[source_id]
             own = frozenset(e.id for e in vertex.inputs if e.source.id == source_id)
             if len(source.outputs) > len(own) or _collects(source):
-                upstream = upstream.filter(_Only(own))
+                upstream = upstream.filter(_Only(own, vertex.id))
             inputs.append(upstream)
-        return self.sc.union(inputs).partitionBy(vertex.parallelism, _target_partition)
+        union = inputs[0] if len(inputs) == 1 else self.sc.union(inputs)
+        return union.partitionBy(vertex.parallelism, _target_partition)

@@ -31,6 +31,13 @@ _SOURCE_CHUNK = 4096
 # have ids from 0): it sorts before every input channel.
 RESTORE_EDGE = -1
 
+# A subtask's restore bundle: its own encoded SubtaskRestore, and the bundles it forwards
+# to subtasks of the tasks it carries restores for, as (vertex, subtask, bundle). Restores
+# ride on the partitions and shuffles the epoch has anyway (see EpochJob): one more Spark
+# task to carry them would cost every epoch a scheduling round and move subtasks between
+# Python workers.
+RestoreBundle = tuple[bytes, list[tuple[int, int, Any]]]
+
 
 def source_input(
     enumerator: SplitEnumerator, assignments: list[SplitAssignment]
@@ -49,8 +56,9 @@ def _drain(outbox: list[Any]) -> list[Any]:
 class EpochTask:
     """The function Spark maps over the partitions of one task's stage in one epoch.
 
-    Partition i of a source task is ``(restore, assignments)`` of subtask i; the input of
-    any other task holds one ``(RESTORE_EDGE, ...)`` item with its restore.
+    Partition i of a source task is ``(restore bundle, assignments)`` of subtask i; the
+    input of any other task holds one ``(RESTORE_EDGE, vertex, "", 0, restore bundle)``
+    item. A task first forwards the bundles it carries, as such items.
     """
 
     def __init__(self, descriptor: TaskDeploymentDescriptor, graph: Any):
@@ -65,7 +73,9 @@ class EpochTask:
         # Unique in the application (a resubmitted stage counts attempts from 0 again): names
         # this attempt's state files and the version of the subtask it leaves behind
         version = f"{task.tag}a{context.taskAttemptId() if context is not None else 0}"
-        restore_data, inputs = _split_input(items, task.source)
+        (restore_data, carried), inputs = _split_input(items, task.source)
+        for vertex, target, bundle in carried:
+            yield target, (RESTORE_EDGE, vertex, "", 0, bundle)
         restore = SubtaskRestore.decode(restore_data, task.vertex, index, task.run)
         cache = subtask_cache.WORKER_CACHE
         subtask = cache.take(task.run, task.vertex, index, task.epoch)
@@ -195,12 +205,12 @@ class EpochTask:
             yield ATTEMPT_TAG, (task.vertex, index, version)
 
 
-def _split_input(items: Iterable[Any], source: bool) -> tuple[bytes, list[Any]]:
-    """The subtask's restore, and its input in a deterministic order: a source's
+def _split_input(items: Iterable[Any], source: bool) -> tuple[RestoreBundle, list[Any]]:
+    """The subtask's restore bundle, and its input in a deterministic order: a source's
     assignments as planned, shuffled batches by (edge, sender, sequence)."""
     if source:
-        ((restore, assignments),) = items  # one item per source partition (see EpochJob)
-        return restore, assignments
+        ((bundle, assignments),) = items  # one item per source partition (see EpochJob)
+        return bundle, assignments
     payloads = sorted((payload for _, payload in items), key=_channel_order)
     if not payloads or payloads[0][0] != RESTORE_EDGE:
         raise RuntimeError("a subtask's input lacks its restore (see EpochJob)")
