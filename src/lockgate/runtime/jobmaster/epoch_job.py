@@ -35,16 +35,20 @@ def _target_partition(partition: int) -> int:
     return partition
 
 
-class _Only:
-    """Keeps the items of some edges (or what goes to the driver) of a task's output."""
+def _to_driver(item: tuple[int, Any]) -> bool:
+    """Keeps what a task sends the driver (negative tags) of its output."""
+    return item[0] < 0
 
-    def __init__(self, edge_ids: frozenset[int] | None, consumer: int = -1):
-        self.edge_ids = edge_ids  # None: keep the items for the driver (negative tags)
-        self.consumer = consumer  # and the restores the task carries for this consumer
+
+class _ToConsumer:
+    """Keeps what a task sends one consumer: the items of its edges to it, and the
+    restores the task carries for it."""
+
+    def __init__(self, edge_ids: frozenset[int], consumer: int):
+        self.edge_ids = edge_ids
+        self.consumer = consumer
 
     def __call__(self, item: tuple[int, Any]) -> bool:
-        if self.edge_ids is None:
-            return item[0] < 0
         if item[0] < 0:
             return False
         edge = item[1][0]
@@ -121,7 +125,7 @@ class EpochJob:
                 if not consumers:
                     results.append(rdd)
                 elif collects:
-                    results.append(rdd.filter(_Only(None)))
+                    results.append(rdd.filter(_to_driver))
             final = results[0] if len(results) == 1 else sc.union(results)
             group = f"lockgate-{uuid.uuid4().hex}"
             sc.setJobGroup(group, description, interruptOnCancel=True)
@@ -184,7 +188,7 @@ class EpochJob:
             upstream = rdds[source_id]
             own = frozenset(e.id for e in vertex.inputs if e.source.id == source_id)
             if len(source.outputs) > len(own) or _collects(source):
-                upstream = upstream.filter(_Only(own, vertex.id))
+                upstream = upstream.filter(_ToConsumer(own, vertex.id))
             inputs.append(upstream)
         union = inputs[0] if len(inputs) == 1 else self.sc.union(inputs)
         return union.partitionBy(vertex.parallelism, _target_partition)

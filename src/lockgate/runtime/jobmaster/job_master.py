@@ -104,10 +104,6 @@ class JobMaster:
             job_root.write_bytes("taskowned/.keep", b"")
 
     @property
-    def job_id(self) -> str:
-        return self.settings.job_id
-
-    @property
     def checkpointing(self) -> CheckpointSettings:
         return self.settings.checkpoint
 

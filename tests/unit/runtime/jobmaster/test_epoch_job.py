@@ -7,7 +7,7 @@ from driver_parts import Passthrough
 
 from lockgate.datastream import StreamExecutionEnvironment
 from lockgate.graph.job_graph import build_job_graph
-from lockgate.runtime.jobmaster.epoch_job import EpochJob, _Only
+from lockgate.runtime.jobmaster.epoch_job import EpochJob, _ToConsumer
 from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE
 
 
@@ -60,7 +60,7 @@ def test_each_restore_is_carried_once_from_the_sources_by_the_first_input():
 
 
 def test_a_task_with_several_consumers_sends_each_only_its_restores():
-    keep = _Only(frozenset({4}), consumer=2)
+    keep = _ToConsumer(frozenset({4}), consumer=2)
     assert keep((0, (4, 0, "a", 0, [1])))
     assert not keep((0, (5, 0, "a", 0, [1])))
     assert keep((1, (RESTORE_EDGE, 2, "", 0, (b"r", []))))
