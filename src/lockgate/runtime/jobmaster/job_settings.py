@@ -17,6 +17,7 @@ from lockgate.checkpoint.coordinator import CheckpointSettings
 from lockgate.checkpoint.storage import is_writable
 from lockgate.common import config_options as options
 from lockgate.runtime.jobmaster.restart import RestartStrategy, restart_strategy
+from lockgate.runtime.jobmaster.spark_session import is_local_master
 from lockgate.runtime.task_deployment import BatchBounds
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.manifests import ROCKSDB
@@ -56,7 +57,7 @@ class JobSettings:
         """Settings for one execution of a job on Spark master ``master``."""
         options.validate(config)
         job_id = uuid.uuid4().hex
-        local = master.startswith("local")
+        local = is_local_master(master)
         checkpoint = _checkpoint_settings(config)
         keyed_state = _keyed_state(config, job_id)
         if keyed_state.backend == ROCKSDB and local:
@@ -90,7 +91,7 @@ def _work_dir(config: Mapping[str, str], master: str) -> str:
     work_dir = options.WORK_DIR.read(config)
     if work_dir:
         return work_dir
-    if not master.startswith("local"):
+    if not is_local_master(master):
         raise options.ConfigurationError(
             f"configuration key '{options.WORK_DIR.key}' must be set when Spark runs on a "
             f"cluster (master {master}): allowed values are {options.WORK_DIR.allowed}"
