@@ -42,6 +42,7 @@ from lockgate.runtime.jobmaster.job_summary import EpochResult, EpochStats, JobS
 from lockgate.runtime.jobmaster.progress import EpochProgress
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
+from lockgate.runtime.jobmaster.storage_check import check_storage
 from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")
@@ -64,6 +65,7 @@ class JobMaster:
         self.epoch_cap = EpochCap(settings.max_records_per_split)
         self.progress = EpochProgress(settings.job_name) if settings.progress else None
         job_root = Storage(settings.checkpoint_dir) if settings.checkpoint_dir else None
+        self.job_root = job_root
         self.state_files = job_root.child("shared") if job_root else self.work.child("state")
         self.shared_state = SharedStateRegistry(self.state_files)
         self.staged = StagedFilesRegistry((job_root or self.work).child("staging"))
@@ -100,8 +102,6 @@ class JobMaster:
             self.summary,
             self._cancelled,
         )
-        if job_root is not None:
-            job_root.write_bytes("taskowned/.keep", b"")
 
     @property
     def checkpointing(self) -> CheckpointSettings:
@@ -121,6 +121,11 @@ class JobMaster:
         try:
             if self.settings.recovery_path is not None:
                 self.failover.resume(self.settings.recovery_path)
+            resumed = self.failover.resumed_from
+            master = str(self.sc.master)
+            check_storage(self.sc, self.settings, master, resumed.path if resumed else None)
+            if self.job_root is not None:
+                self.job_root.write_bytes("taskowned/.keep", b"")
             while not self._cancelled.is_set():
                 try:
                     result = self._next_epoch(spark_job, graph)
