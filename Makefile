@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration soak lint typecheck format java clean
+.PHONY: demo test unit integration cluster soak lint typecheck format java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ unit: $(STAMP)
 
 integration: $(STAMP) java
 	$(BIN)/python -m pytest -q tests/integration
+
+# Not part of `test` (5 min on a busy 2-core machine): a Spark standalone cluster (a master and
+# two one-core workers on 127.0.0.1, from PySpark's own distribution) runs jobs with both state
+# backends, and executors and workers are killed mid-epoch.
+cluster: $(STAMP) java
+	$(BIN)/python -m pytest -q -m cluster tests/integration/cluster
 
 # Not part of `test`: a continuous job with failures every few minutes, checked for exactly-once
 # output and flat driver memory; LOCKGATE_SOAK_MINUTES (default 30) per state backend.

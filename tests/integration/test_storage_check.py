@@ -4,15 +4,25 @@ driver's JVM). Executors that cannot reach a location are tested on a standalone
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from lockgate_it_support import SparkJobCounter, collect
+from spark_distribution import clean_env, make_spark_home
 
+import lockgate
 from lockgate.common import Configuration
 from lockgate.common.config_options import ConfigurationError
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.storage_check import check_storage
+
+SRC = str(Path(lockgate.__file__).resolve().parents[1])
+CLUSTER_JOB = Path(__file__).with_name("cluster") / "cluster_job.py"  # also runs locally
 
 
 def test_every_job_checks_its_storage_once_before_its_first_epoch(make_env, spark, tmp_path):
@@ -63,3 +73,37 @@ def test_a_work_dir_the_driver_cannot_write_fails_before_any_spark_job(make_env,
     assert "'lockgate.work-dir'" in message
     assert jobs.none_started()
     assert time.monotonic() - started < 30
+
+
+def test_executors_without_lockgates_dependencies_fail_the_check_saying_what_they_need(tmp_path):
+    """The workers' Python is a bare virtualenv: it can import lockgate's own code (on
+    spark.executorEnv.PYTHONPATH) but none of its dependencies. The check's Spark job fails,
+    and the job with it, before any epoch, saying what the executors lack."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    spec = {
+        "master": "local[1]",
+        "out": str(tmp_path / "out"),
+        "checkpoints": str(tmp_path / "checkpoints"),
+        "work": str(tmp_path / "work"),
+        "backend": "hashmap",
+        "markers": str(tmp_path),
+        "stall": None,
+        "executor_pythonpath": SRC,
+    }
+    home = make_spark_home(tmp_path / "spark-home")
+    done = subprocess.run(
+        [sys.executable, str(CLUSTER_JOB), json.dumps(spec)],
+        env=clean_env(home, PYSPARK_PYTHON=str(bare / "bin" / "python"), PYTHONPATH=SRC),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-3000:]
+    found = re.search(r"^CONFIG_ERROR (.*)$", done.stdout, re.MULTILINE)
+    message = json.loads(found.group(1))
+    assert "the storage check could not run a Python task on the executors" in message
+    assert "(master local[1])" in message
+    assert "ModuleNotFoundError: No module named" in message, message
+    assert "PYSPARK_PYTHON or spark.pyspark.python" in message
+    assert not list(tmp_path.glob("ran-*")), "no epoch may have run"

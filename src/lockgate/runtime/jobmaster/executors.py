@@ -8,6 +8,7 @@ its executor is busy for longer than ``spark.locality.wait``, or gone.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,28 @@ def list_executors(sc: SparkContext) -> list[Executor]:
     for summary in converters.asJava(jsc.statusStore().executorList(True)):
         hosts[str(summary.id())] = str(summary.hostPort()).rsplit(":", 1)[0]
     return [Executor(i, hosts.get(i, "")) for i in sorted(ids, key=_numeric_first)]
+
+
+def wait_for_executors(sc: SparkContext, settle_s: float, timeout_s: float) -> list[Executor]:
+    """The executors once they have registered: a new application's executors register
+    over the seconds after its SparkContext starts, so wait until as many as
+    ``spark.executor.instances`` (when set) have, or none has joined for ``settle_s``
+    (after the first); at most ``timeout_s``. Whatever registered by then (maybe none)."""
+    master = str(sc.master)
+    if master.startswith("local") and not master.startswith("local-cluster"):
+        return []
+    wanted = int(sc.getConf().get("spark.executor.instances", "0") or 0)
+    deadline = time.monotonic() + timeout_s
+    found = list_executors(sc)
+    changed = time.monotonic()
+    while time.monotonic() < deadline:
+        if found and (len(found) >= wanted > 0 or time.monotonic() - changed >= settle_s):
+            break
+        time.sleep(0.1)
+        now = list_executors(sc)
+        if {e.id for e in now} != {e.id for e in found}:
+            found, changed = now, time.monotonic()
+    return found
 
 
 def _numeric_first(executor_id: str) -> tuple[int, int | str]:

@@ -26,7 +26,7 @@ from pyspark.errors import PySparkException
 from lockgate.checkpoint.storage import Storage, read_url
 from lockgate.common import config_options as options
 from lockgate.common.config_options import ConfigurationError
-from lockgate.runtime.jobmaster.executors import Executor, list_executors, located_rdd
+from lockgate.runtime.jobmaster.executors import Executor, located_rdd, wait_for_executors
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.storage_probe import (
     DRIVER_FILE,
@@ -44,6 +44,10 @@ from lockgate.state.manifests import ROCKSDB
 log = logging.getLogger("lockgate")
 
 JOB_GROUP = "lockgate-storage-check"
+# A new application's executors register one by one: the check waits until none has joined
+# for this long (or spark.executor.instances have), at most Spark's own
+# spark.scheduler.maxRegisteredResourcesWaitingTime (30 s).
+EXECUTORS_SETTLE_S = 2.0
 
 LOCAL_ONLY = (
     "{url} is on the local file system and Spark runs on a cluster (master {master}): each "
@@ -94,7 +98,7 @@ def check_storage(
     try:
         for target in shared:
             _driver_writes(target, token)
-        executors = list_executors(sc)
+        executors = wait_for_executors(sc, EXECUTORS_SETTLE_S, _registration_timeout(sc))
         reports = _run_probes(sc, ProbeOrder(token, tuple(targets), ""), executors, master)
         failures = [(report, f) for report in reports for f in report.failures]
         failures += [(report, f) for report in reports for f in _driver_reads(report)]
@@ -104,9 +108,9 @@ def check_storage(
     known = {e.id: e for e in executors}
     if failures:
         configured = _configured(settings, resumed_from)
-        raise ConfigurationError(
-            _message(failures, known, master, configured, settings.local_spark)
-        )
+        message = _message(failures, known, master, configured, settings.local_spark)
+        checked = ", ".join(_describe(r, known) for r in reports)
+        raise ConfigurationError(f"{message}\n(checked: {checked})")
     ran = {r.executor or r.placed_on for r in reports}
     result = StorageCheckResult(
         tuple(_describe(r, known) for r in reports),
@@ -132,6 +136,14 @@ def _configured(settings: JobSettings, resumed_from: str | None) -> dict[str, st
     if resumed_from is not None:
         configured[options.STATE_RECOVERY_PATH.key] = resumed_from
     return configured
+
+
+def _registration_timeout(sc: SparkContext) -> float:
+    raw = sc.getConf().get("spark.scheduler.maxRegisteredResourcesWaitingTime", "30s") or "30s"
+    try:
+        return options.parse_duration_ms(raw) / 1000
+    except ValueError:
+        return 30.0
 
 
 def _driver_writes(target: ProbeTarget, token: str) -> None:
