@@ -5,9 +5,11 @@ A session lockgate starts takes each Spark setting from the first of these that 
 1. the ``spark.*`` keys of the job's ``Configuration`` (code, like ``SparkSession.builder``
    options, which win over ``spark-submit`` flags in PySpark too);
 2. what Spark is launched with: ``spark-submit`` flags, ``PYSPARK_SUBMIT_ARGS``,
-   ``spark-defaults.conf``;
+   ``spark-defaults.conf``, the ``MASTER`` variable;
 3. lockgate's defaults (``_DEFAULTS``), and with a local master (``local[...]``,
-   ``local-cluster[...]``: the executors share this machine) ``_LOCAL_DEFAULTS``.
+   ``local-cluster[...]``: the executors share this machine) the driver's ``sys.path`` for
+   the Python workers (``_local_defaults``), the driver's interpreter (``PYSPARK_PYTHON``)
+   and the loopback address (``SPARK_LOCAL_IP``), each unless set.
 
 A session that is already running is used as it is.
 """
