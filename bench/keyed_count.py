@@ -14,13 +14,14 @@ keyed function saw; ``events_per_s`` = events / window. So the start of each sys
 out (Spark's or Flink's session or mini-cluster, job submission, scheduling and reading up to
 the first record) and so is its end after the last record (the final checkpoint, closing
 the job). Each function instance notes ``time.time()`` of its first and last record and
-counts its records (a clock read and a counter per record, in every system and in the loop
-below), and writes them to a marks directory when it closes (the key function when it sees
-its first record); a run whose keyed instances did not count every event is an error,
-unless lockgate moved subtasks: a subtask that Spark runs in another Python worker than in
-the epoch before is rebuilt there from its state, and its old instance never closes
-(``moved_subtasks`` on the run lines counts those rebuilds). Every system runs the same
-``--events`` events (make_events, same seed).
+counts its records (a clock read and a counter per record in lockgate, PyFlink and the loop
+below; per key and micro-batch in Spark's vectorized processor), and writes them to a marks
+directory when it closes (the key function when it sees its first record). A run whose
+keyed instances did not count every event is an error, unless lockgate moved subtasks: a
+subtask that Spark runs in another Python worker than in the epoch before is rebuilt there
+from its state, and its old instance never closes (``moved_subtasks`` on the run lines
+counts those rebuilds). Every system runs the same ``--events`` events (make_events, same
+seed).
 
 The last printed line is the figures line:
 
