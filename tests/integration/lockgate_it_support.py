@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from lockgate.datastream import MapFunction
+from lockgate.runtime.jobmaster.epoch_job import RELEASE_GROUP
 
 # Runs a test once per keyed state backend: it overrides the ``backend`` fixture (conftest),
 # which ``make_env`` configures as state.backend.type.
@@ -27,13 +28,18 @@ BACKENDS_AND_INCREMENTAL = pytest.mark.parametrize(
 
 
 class SparkJobCounter:
-    """Counts the Spark jobs started since it was created: lockgate runs one per epoch."""
+    """Counts the epochs' Spark jobs started since it was created (not the jobs that release
+    the subtasks of a cancelled or failed run)."""
 
     def __init__(self, spark: Any):
         self._tracker = spark.sparkContext.statusTracker()
-        self._before = set(self._ids())
+        self._before = self._ids()
 
-    def _ids(self) -> list[int]:
+    def _ids(self) -> set[int]:
+        releases = set(self._tracker.getJobIdsForGroup(RELEASE_GROUP))
+        return {job_id for job_id in self._all_ids() if job_id not in releases}
+
+    def _all_ids(self) -> list[int]:
         """Ids of the jobs Spark remembers, whatever their job group: ids are sequential."""
         ids: list[int] = []
         job_id, misses = 0, 0
@@ -51,7 +57,7 @@ class SparkJobCounter:
         (up to ``settle_s``) until at least ``at_least`` are visible."""
         deadline = time.monotonic() + settle_s
         while True:
-            started = len(set(self._ids()) - self._before)
+            started = len(self._ids() - self._before)
             if started >= at_least or time.monotonic() > deadline:
                 return started
             time.sleep(0.05)
