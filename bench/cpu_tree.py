@@ -2,7 +2,10 @@
 
 The tree is a root process (by default this one: the driver Python) and all its
 descendants: with local Spark, the Spark JVM that PySpark started, the PySpark daemon the
-JVM forked and the Python workers the daemon forked, and any process those start.
+JVM forked and the Python workers the daemon forked, and any process those start. It also
+holds every process in the process group of a descendant that leads one: lockgate's task
+manager and subtask hosts are adopted by init (they outlive the worker that starts them)
+but stay in the group of the PySpark daemon that forked that worker.
 
 The CPU time of a process is ``utime + stime + cutime + cstime`` of ``/proc/<pid>/stat``:
 its own user and system time and that of its children it has reaped. Summed over the live
@@ -48,31 +51,41 @@ def session_cores(master: str, default_parallelism: int) -> int:
     return int(threads)
 
 
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, CPU clock ticks incl. reaped children) of a process, or None if gone."""
+def _stat(pid: int) -> tuple[int, int, int] | None:
+    """(parent pid, process group, CPU clock ticks incl. reaped children) of a process, or
+    None if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             fields = handle.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    # after "pid (comm)": state ppid ... utime(11) stime(12) cutime(13) cstime(14)
-    return int(fields[1]), int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+    # after "pid (comm)": state ppid pgrp ... utime(11) stime(12) cutime(13) cstime(14)
+    ticks = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+    return int(fields[1]), int(fields[2]), ticks
 
 
 def tree_pids(root: int) -> list[int]:
-    """``root`` and all its descendants, from one pass over /proc."""
+    """``root``, all its descendants, and the members of the process groups they lead,
+    from one pass over /proc."""
     children: dict[int, list[int]] = {}
+    groups: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
-            stat = _stat(int(entry.name))
+            pid = int(entry.name)
+            stat = _stat(pid)
             if stat is not None:
-                children.setdefault(stat[0], []).append(int(entry.name))
-    found, pending = [], [root]
+                children.setdefault(stat[0], []).append(pid)
+                groups.setdefault(stat[1], []).append(pid)
+    found, pending = set(), [root]
     while pending:
         pid = pending.pop()
-        found.append(pid)
+        if pid in found:
+            continue
+        found.add(pid)
         pending.extend(children.get(pid, ()))
-    return found
+        if pid != root:
+            pending.extend(groups.get(pid, ()))  # the group this process leads, if any
+    return sorted(found)
 
 
 def tree_cpu_seconds(pids: list[int]) -> float:
@@ -81,7 +94,7 @@ def tree_cpu_seconds(pids: list[int]) -> float:
     for pid in pids:
         stat = _stat(pid)
         if stat is not None:
-            ticks += stat[1]
+            ticks += stat[2]
     return ticks / CLOCK_TICKS
 
 

@@ -17,11 +17,8 @@ the job). Each function instance notes ``time.time()`` of its first and last rec
 counts its records (a clock read and a counter per record in lockgate, PyFlink and the loop
 below; per key and micro-batch in Spark's vectorized processor), and writes them to a marks
 directory when it closes (the key function when it sees its first record). A run whose
-keyed instances did not count every event is an error, unless lockgate moved subtasks: a
-subtask that Spark runs in another Python worker than in the epoch before is rebuilt there
-from its state, and its old instance never closes (``moved_subtasks`` on the run lines
-counts those rebuilds). Every system runs the same ``--events`` events (make_events, same
-seed).
+keyed instances did not count every event is an error. Every system runs the same
+``--events`` events (make_events, same seed).
 
 The last printed line is the figures line:
 
@@ -310,28 +307,16 @@ class Run:
     cores_busy: float
 
 
-def moved_subtasks(result) -> int:
-    """Subtask epochs after the first whose subtask lockgate rebuilt from its state files
-    instead of finding it live in the Python worker (Spark ran it in another worker than the
-    epoch before): every subtask is built once in the first epoch, not counted here."""
-    return sum(stats.restored_subtasks for stats in list(result.epochs)[1:])
-
-
 def timed_run(spark, args, events, work_dir: str, cpu: TreeCpu, cores: int) -> Run:
     with tempfile.TemporaryDirectory(prefix="lockgate-marks-") as marks_dir:
         seconds, result = run_job(spark, args, events, work_dir, marks_dir)
         window = read_window(marks_dir)
-    check_window(window, len(events), "lockgate", moved_subtasks(result))
+    check_window(window, len(events), "lockgate")
     return Run(seconds, window, result, cpu.cores_busy(window.first, window.last, cores))
 
 
-def check_window(window: RecordWindow, events: int, system: str, moved: int = 0) -> None:
-    """The keyed instances that closed must have counted every event. A subtask rebuilt from
-    its state in another worker (``moved``) leaves its old instance unclosed, and that
-    instance's count unwritten: then fewer may be counted. The window stays right: the first
-    record's mark is written when it is seen, and the instances of the last epoch close."""
-    complete = window.count == events or (moved > 0 and window.count < events)
-    if not complete or window.seconds <= 0:
+def check_window(window: RecordWindow, events: int, system: str) -> None:
+    if window.count != events or window.seconds <= 0:
         raise RuntimeError(
             f"{system}: the keyed function's instances counted {window.count} records over "
             f"{window.seconds:.3f} s, not the {events} events (a subtask that did not close?)"
@@ -418,8 +403,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"window_s={run.window.seconds:.2f} "
                     f"events_per_s={args.events / run.window.seconds:.0f} "
                     f"execute_events_per_s={args.events / run.wall_s:.0f} "
-                    f"cores_busy={run.cores_busy:.2f} "
-                    f"moved_subtasks={moved_subtasks(run.result)} epoch_ms={epoch_ms}"
+                    f"cores_busy={run.cores_busy:.2f} epoch_ms={epoch_ms}"
                 )
     loops = [user_code_loop_rate(events) for _ in range(max(1, args.runs))]
     loop_rate = statistics.median(loops)
