@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from lockgate.datastream import MapFunction
+from lockgate.runtime.jobmaster.epoch_job import RELEASE_GROUP
 from lockgate.runtime.jobmaster.storage_check import JOB_GROUP as STORAGE_CHECK_GROUP
 
 # Runs a test once per keyed state backend: it overrides the ``backend`` fixture (conftest),
@@ -28,19 +29,24 @@ BACKENDS_AND_INCREMENTAL = pytest.mark.parametrize(
 
 
 class SparkJobCounter:
-    """Counts the Spark jobs of epochs started since it was created: lockgate runs one per
-    epoch, and before the first one the storage check's job (``check_jobs``), not counted."""
+    """Counts the epochs' Spark jobs started since it was created: not the storage check's
+    job before a job's first epoch, nor the jobs that release the subtasks of a cancelled or
+    failed run."""
 
     def __init__(self, spark: Any):
         self._tracker = spark.sparkContext.statusTracker()
-        self._before = set(self._ids())
+        self._before = self._ids()
         self._checks_before = self._checks()
 
     def _checks(self) -> set[int]:
         return set(self._tracker.getJobIdsForGroup(STORAGE_CHECK_GROUP))
 
-    def _ids(self) -> list[int]:
-        """Ids of the jobs Spark remembers, but the storage checks': ids are sequential."""
+    def _ids(self) -> set[int]:
+        other = self._checks() | set(self._tracker.getJobIdsForGroup(RELEASE_GROUP))
+        return {job_id for job_id in self._all_ids() if job_id not in other}
+
+    def _all_ids(self) -> list[int]:
+        """Ids of the jobs Spark remembers, whatever their job group: ids are sequential."""
         ids: list[int] = []
         job_id, misses = 0, 0
         while misses < 50:
@@ -50,25 +56,24 @@ class SparkJobCounter:
                 ids.append(job_id)
                 misses = 0
             job_id += 1
-        checks = self._checks()
-        return [i for i in ids if i not in checks]
+        return ids
 
     def started(self) -> list[int]:
         """Ids of the epochs' jobs started since creation, in order."""
-        return sorted(set(self._ids()) - self._before)
+        return sorted(self._ids() - self._before)
 
     def count(self, at_least: int = 0, settle_s: float = 3.0) -> int:
         """Jobs started since creation. Job events reach the tracker asynchronously, so wait
         (up to ``settle_s``) until at least ``at_least`` are visible."""
         deadline = time.monotonic() + settle_s
         while True:
-            started = len(set(self._ids()) - self._before)
+            started = len(self._ids() - self._before)
             if started >= at_least or time.monotonic() > deadline:
                 return started
             time.sleep(0.05)
 
     def none_started(self) -> bool:
-        """No Spark job started at all: no epoch, and no storage check either."""
+        """No epoch started, and no storage check either."""
         time.sleep(0.3)  # let any job-start event that might exist reach the tracker
         return self.count() == 0 and self._checks() == self._checks_before
 

@@ -6,9 +6,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pyspark import TaskContext
 
 from lockgate.common import Encoder
+from lockgate.datastream import MapFunction
 from lockgate.datastream.connectors.file_system import (
     BucketAssigner,
     FileSink,
@@ -35,14 +35,17 @@ def _visible_lines(path: Path) -> list[str]:
     ]
 
 
-class FailFirstAttemptOnce:
+class FailFirstAttemptOnce(MapFunction):
     """Fails the first attempt of the subtask that sees record 1234, after some output."""
 
     def __init__(self, marker: str):
         self.marker = marker
 
-    def __call__(self, value: int) -> str:
-        if value == 1234 and TaskContext.get().attemptNumber() == 0:
+    def open(self, runtime_context):
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, value: int) -> str:
+        if value == 1234 and self.attempt == 0:
             Path(self.marker).write_text("failed")
             raise RuntimeError("injected sink-side failure")
         return f"v{value}"

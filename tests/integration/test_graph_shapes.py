@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 from lockgate_it_support import CaptureWorkerOutput, SparkJobCounter, by_key, collect
-from pyspark import TaskContext
 
 from lockgate.datastream import FilterFunction, FlatMapFunction, MapFunction
 
@@ -43,14 +42,13 @@ class Explode(FlatMapFunction):
 
 
 class WithSubtask(MapFunction):
-    """Tags a record with the subtask that maps it (Spark's partition i is subtask i).
+    """Tags a record with the subtask that maps it."""
 
-    Asks Spark rather than keeping the RuntimeContext's index on ``self``: subtasks that
-    share a Python worker share the function instance (see test_keyed_state_parity).
-    """
+    def open(self, runtime_context):
+        self.index = runtime_context.get_index_of_this_subtask()
 
     def map(self, value):
-        return TaskContext.get().partitionId(), value
+        return self.index, value
 
 
 def test_map_filter_flat_map_chain_with_functions_and_lambdas(make_env, spark):

@@ -106,10 +106,8 @@ class SubtaskOfFailure(KeyedProcessFunction):
         self.index = runtime_context.get_index_of_this_subtask()
 
     def process_element(self, value, ctx):
-        # Ask Spark, not self.index: subtasks sharing a worker share the function instance.
-        from pyspark import TaskContext
 
-        Path(self.marker).write_text(str(TaskContext.get().partitionId()))
+        Path(self.marker).write_text(str(self.index))
         raise RuntimeError("boom")
 
 

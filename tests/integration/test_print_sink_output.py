@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 from lockgate_it_support import CaptureWorkerOutput, collect
-from pyspark import TaskContext
 
 from lockgate.datastream import MapFunction
 
 
 class TagWithSubtask(MapFunction):
+    def open(self, runtime_context):
+        self.index = runtime_context.get_index_of_this_subtask()
+
     def map(self, value):
-        return f"{value}@{TaskContext.get().partitionId()}"
+        return f"{value}@{self.index}"
 
 
 def printed_lines(path: Path) -> list[str]:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from lockgate_it_support import SparkJobCounter, collect
-from pyspark import TaskContext
 
 from lockgate.common import ConfigurationError
 from lockgate.datastream import KeyedProcessFunction
@@ -36,6 +35,7 @@ class CountAndLook(KeyedProcessFunction):
     def open(self, runtime_context):
         self.count = runtime_context.get_state(ValueStateDescriptor("count"))
         self.looked: set[int] = set()
+        self.index = runtime_context.get_index_of_this_subtask()
 
     def process_element(self, value, ctx):
         count = (self.count.value() or 0) + 1
@@ -44,7 +44,7 @@ class CountAndLook(KeyedProcessFunction):
         epoch = value[1] // PER_EPOCH + 1
         if epoch > 1 and epoch not in self.looked:
             self.looked.add(epoch)
-            index = TaskContext.get().partitionId()
+            index = self.index
             found = {
                 root: sorted(glob.glob(f"{root}/lockgate-rocksdb/*/op*-{index}/snap-*"))
                 for root in self.roots

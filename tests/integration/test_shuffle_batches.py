@@ -35,9 +35,9 @@ def test_big_records_through_a_key_by_with_a_small_byte_bound(make_env, monkeypa
     tasks = []
     run = EpochJob.run
 
-    def recording_run(self, epoch_tasks, *args, **kwargs):
+    def recording_run(self, run_id, epoch_tasks, *args, **kwargs):
         tasks.extend(epoch_tasks.values())
-        return run(self, epoch_tasks, *args, **kwargs)
+        return run(self, run_id, epoch_tasks, *args, **kwargs)
 
     monkeypatch.setattr(EpochJob, "run", recording_run)
     env = make_env(parallelism=2, max_records_per_split=15)

@@ -1,5 +1,5 @@
-"""Keyed state follows a subtask to whichever Python worker runs it next epoch (on RocksDB:
-restored from the local snapshot another worker left on this machine)."""
+"""A subtask and its keyed state stay in one process for the whole job, while Spark runs its
+epochs' tasks in whatever Python worker is free."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import os
 from collections import defaultdict
 
 from lockgate_it_support import BACKENDS, SparkJobCounter, by_key, collect
-from pyspark import TaskContext
 
 from lockgate.datastream import KeyedProcessFunction
 from lockgate.datastream.state import ListStateDescriptor, ValueStateDescriptor
@@ -21,6 +20,7 @@ class CountAndWhere(KeyedProcessFunction):
     """Counts per key and keeps the last sequence numbers; says where it ran."""
 
     def open(self, runtime_context):
+        self.index = runtime_context.get_index_of_this_subtask()
         self.count = runtime_context.get_state(ValueStateDescriptor("count"))
         self.recent = runtime_context.get_list_state(ListStateDescriptor("recent"))
 
@@ -30,13 +30,11 @@ class CountAndWhere(KeyedProcessFunction):
         self.count.update(count)
         recent = [*self.recent.get(), seq][-3:]
         self.recent.update(recent)
-        # Spark's partition i is subtask i; asked per record, not kept on self.
-        subtask = TaskContext.get().partitionId()
-        yield key, seq, epoch, count, tuple(recent), subtask, os.getpid()
+        yield key, seq, epoch, count, tuple(recent), self.index, os.getpid()
 
 
 @BACKENDS
-def test_state_is_found_when_a_subtask_moves_to_another_worker(make_env, spark):
+def test_a_subtask_keeps_its_state_in_one_process_for_the_whole_job(make_env, spark):
     n = EPOCHS * PER_EPOCH
     records = [(KEYS[(i * 7) % len(KEYS)], i, i // PER_EPOCH + 1) for i in range(n)]
     env = make_env(parallelism=2, max_records_per_split=PER_EPOCH)
@@ -54,19 +52,10 @@ def test_state_is_found_when_a_subtask_moves_to_another_worker(make_env, spark):
             tuple(seqs[max(0, i - 2) : i + 1]) for i in range(len(seqs))
         ]
 
-    # Where each subtask ran, epoch by epoch: one worker per subtask and epoch...
-    workers: dict[int, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
-    for _, _, epoch, _, _, subtask, pid in actual:
-        workers[subtask][epoch].add(pid)
-    assert set(workers) == {0, 1}
-    assert all(len(pids) == 1 for per_epoch in workers.values() for pids in per_epoch.values())
-    # ...and at least once a subtask ran in another worker than in the epoch before.
-    moves = [
-        (subtask, epoch)
-        for subtask, per_epoch in workers.items()
-        for epoch in range(2, EPOCHS + 1)
-        if per_epoch.get(epoch)
-        and per_epoch.get(epoch - 1)
-        and per_epoch[epoch] != per_epoch[epoch - 1]
-    ]
-    assert moves, f"no subtask changed worker in {EPOCHS} epochs: {dict(workers)}"
+    # Where each subtask ran: one process, the same in every epoch, one per subtask
+    processes: dict[int, set[int]] = defaultdict(set)
+    for _, _, _, _, _, subtask, pid in actual:
+        processes[subtask].add(pid)
+    assert set(processes) == {0, 1}
+    assert all(len(pids) == 1 for pids in processes.values()), dict(processes)
+    assert processes[0] != processes[1]

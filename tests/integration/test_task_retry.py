@@ -6,7 +6,6 @@ from collections import Counter
 from pathlib import Path
 
 from lockgate_it_support import BACKENDS
-from pyspark import TaskContext
 
 from lockgate.datastream import KeyedProcessFunction
 from lockgate.datastream.state import ValueStateDescriptor
@@ -21,13 +20,13 @@ class CountFailingOnce(KeyedProcessFunction):
     def open(self, runtime_context):
         self.count = runtime_context.get_state(ValueStateDescriptor("count"))
         self.seen_this_attempt = 0
+        self.attempt = runtime_context.get_attempt_number()
 
     def process_element(self, value, ctx):
         count = (self.count.value() or 0) + 1
         self.count.update(count)
         self.seen_this_attempt += 1
-        task = TaskContext.get()
-        if task.attemptNumber() == 0 and value[1] == 2 and count == 60:
+        if self.attempt == 0 and value[1] == 2 and count == 60:
             marker = Path(self.marker_dir) / f"failed-{ctx.get_current_key()}-{count}"
             marker.write_text(str(self.seen_this_attempt))
             raise RuntimeError("injected failure on the first attempt")

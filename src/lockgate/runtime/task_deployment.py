@@ -70,6 +70,11 @@ def _keyed_state_from_json(raw: Any, where: str) -> KeyedStateSettings:
     )
 
 
+def run_id(job_id: str, generation: int) -> str:
+    """A run of a job: its subtasks from one restore (or the start) to the next."""
+    return f"{job_id}#{generation}"
+
+
 @dataclass(frozen=True)
 class BatchBounds:
     """Most records, and most bytes of pickled records, in one batch; a record larger than
@@ -85,7 +90,7 @@ class TaskDeploymentDescriptor:
 
     vertex: int
     source: bool  # the task reads a source (its partitions carry split assignments)
-    run: str  # job id and restart generation: worker-held subtasks belong to one run
+    run: str  # job id and restart generation (run_id): hosted subtasks belong to one run
     epoch: int
     end_of_input: bool
     tag: str  # names this epoch's state files; unique per run and try

@@ -18,7 +18,6 @@ from checkpoint storage), leaves a marker naming the subtask and its executor. P
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections import Counter
@@ -37,7 +36,7 @@ from lockgate.datastream import (
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors.file_system import BucketAssigner, FileSink
 from lockgate.datastream.state import ValueStateDescriptor
-from lockgate.runtime.storage_probe import executor_id
+from lockgate.runtime.storage_probe import executor_id, executor_jvm
 
 SPLITS = 2
 KEYS = 5
@@ -53,17 +52,6 @@ def records() -> list[tuple[int, int]]:
 
 def reference() -> Counter:
     return Counter(f"{split},{i},{i // KEYS + 1}" for split, i in records())
-
-
-def java_ancestor() -> int | None:
-    """The pid of the JVM this Python worker serves (its nearest java ancestor)."""
-    pid = os.getppid()
-    for _ in range(4):
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        if os.path.basename(args[0]) == b"java":
-            return pid
-        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    return None
 
 
 def mark_open(markers: str, operator: str, runtime_context) -> None:
@@ -107,7 +95,7 @@ class Slow(MapFunction):
         time.sleep(SLEEP_S)
         stalled = Path(self.markers, "stalled.json")
         if tuple(value) == self.stall and not stalled.exists():
-            where = {"executor": executor_id(), "jvm_pid": java_ancestor(), "at": time.time()}
+            where = {"executor": executor_id(), "jvm_pid": executor_jvm()[0], "at": time.time()}
             stalled.write_text(json.dumps(where))
             time.sleep(STALL_S)
         return value

@@ -1,12 +1,12 @@
 """Epochs of a small keyed job run in-process, without Spark (not a test module).
 
-``EpochTask`` is called directly. A *worker* (a Python worker process of an executor) is a
-``SubtaskCache``; the harness swaps each worker's cache in as ``subtask_cache.WORKER_CACHE``
-around the tasks it runs there. A *host* is a RocksDB local directory: workers on one
-host share its local snapshots. The driver side follows ``JobMaster``: the attempt that ran
-last is the one accepted (as if Spark had used its output), and after an epoch the state
-files that the accepted acks wrote are deleted once neither the current manifests nor the
-latest checkpoint (the only one retained) reference them.
+``EpochTask`` is called directly. A *worker* stands for the subtask hosts of one executor:
+``Hosts``, real ``SubtaskHost``s run in this process (the socket between a task and its host
+is left out; ``host_process`` has its own tests). A *host* is a RocksDB local directory:
+workers on one host share its local snapshots. The driver side follows ``JobMaster``: the
+attempt that ran last is the one accepted (as if Spark had used its output), and after an
+epoch the state files that the accepted acks wrote are deleted once neither the current
+manifests nor the latest checkpoint (the only one retained) reference them.
 
 The job: a collection source of ``(key, n)`` records, keyed by ``key``, into a process
 function that counts each key's records in a ValueState named "count" (and whatever
@@ -31,9 +31,10 @@ from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.task_deployment import BatchBounds, TaskDeploymentDescriptor
-from lockgate.runtime.taskexecutor import epoch_task, subtask_cache
+from lockgate.runtime.taskexecutor import epoch_task
 from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
-from lockgate.runtime.taskexecutor.subtask_cache import SubtaskCache
+from lockgate.runtime.taskexecutor.host_protocol import EpochStart
+from lockgate.runtime.taskexecutor.subtask_host import Output, SubtaskHost
 from lockgate.state import manifests
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_for_hash, key_group_range
@@ -70,6 +71,76 @@ class FailingOpen(Count):
     def open(self, runtime_context):
         super().open(runtime_context)
         raise RuntimeError("user open() failed")
+
+
+class Hosts:
+    """The subtask hosts of one executor, in this process. A failing call aborts the host's
+    epoch, as ``host_process`` does."""
+
+    current: Hosts | None = None  # where the running task is
+
+    def __init__(self) -> None:
+        self.hosts: dict[tuple[str, int, int], SubtaskHost] = {}
+
+    @classmethod
+    def open_session(cls, run: str, vertex: int, index: int) -> _Session:
+        assert cls.current is not None
+        hosts = cls.current.hosts
+        place = (run, vertex, index)
+        host = hosts.setdefault(place, SubtaskHost(run, vertex, index))
+        return _Session(host, lambda: hosts.pop(place, None))
+
+    def live(self, run: str) -> dict[tuple[int, int], Any]:
+        return {
+            (vertex, index): host.subtask
+            for (r, vertex, index), host in self.hosts.items()
+            if r == run and host.subtask is not None
+        }
+
+    def runs(self) -> list[str]:
+        return sorted({run for (run, _, _), host in self.hosts.items() if host.subtask})
+
+    def release(self, run: str) -> None:
+        for place in [place for place in self.hosts if place[0] == run]:
+            self.hosts.pop(place).release()
+
+    def discard(self) -> None:
+        for host in self.hosts.values():
+            host.discard()
+        self.hosts.clear()
+
+
+class _Session:
+    def __init__(self, host: SubtaskHost, exit_host: Callable[[], Any]):
+        self.host = host
+        self.exit_host = exit_host
+
+    def _call(self, call: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return call(*args)
+        except Exception:
+            self.host.abort()
+            raise
+
+    def begin(self, start: EpochStart, graph: Callable[[], bytes]) -> None:
+        self._call(self.host.begin, start, graph)
+
+    def source(self, assignment: bytes, payload: bytes) -> list[Output]:
+        return self._call(self.host.source, assignment, payload)
+
+    def batch(
+        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes | None
+    ) -> list[Output]:
+        return self._call(self.host.batch, edge, sender, attempt, blob)
+
+    def finish(self) -> list[Output]:
+        outputs, done = self._call(self.host.finish)
+        if done.closed:
+            self.exit_host()
+        return outputs
+
+    def close(self) -> None:
+        pass
 
 
 class _Broadcast:
@@ -116,7 +187,7 @@ class Cluster:
         backend: str = ROCKSDB,
         function: KeyedProcessFunction | None = None,
         job_id: str = "job",
-        workers: dict[str, SubtaskCache] | None = None,
+        workers: dict[str, Hosts] | None = None,
         then: Callable[[Any], Any] | None = None,
         batch_bounds: BatchBounds | None = None,
     ):
@@ -136,13 +207,14 @@ class Cluster:
         self.state = JobState(self.job, backend)
         self.work = Storage(f"file://{root}/work")
         self.files = Storage(f"file://{root}/state")
-        self.workers: dict[str, SubtaskCache] = {} if workers is None else workers
+        self.workers: dict[str, Hosts] = {} if workers is None else workers
         self.generation = 0
         self.tries = 0
         self.written: set[str] = set()  # files of accepted acks (JobMaster.written_files)
         self.checkpointed: set[str] = set()  # files of the latest checkpoint
-        monkeypatch.setattr(subtask_cache, "WORKER_CACHE", SubtaskCache(freeze_gc=False))
+        monkeypatch.setattr(epoch_task, "open_session", Hosts.open_session)
         monkeypatch.setattr(epoch_task, "TaskContext", _TaskContext)
+        monkeypatch.setattr(SubtaskHost, "_freeze_long_lived", lambda self: None)
 
     @property
     def run_id(self) -> str:
@@ -207,11 +279,12 @@ class Cluster:
             items = [(0, (RESTORE_EDGE, vertex.id, "", 0, bundle)), *items]
         attempt_id = next(_attempt_ids)
         _TaskContext.current = FakeTaskContext(attempt_number, attempt_id)
-        subtask_cache.WORKER_CACHE = self.workers.setdefault(worker, SubtaskCache(freeze_gc=False))
+        Hosts.current = self.workers.setdefault(worker, Hosts())
         try:
             return list(task(0, iter(items))), f"{tag}a{attempt_id}"
         finally:
             _TaskContext.current = None
+            Hosts.current = None
 
     def begin_epoch(self, max_records: int = 10, checkpoint: bool = False) -> Epoch:
         """Plans the next epoch and runs its source subtask (on worker "src")."""
@@ -230,15 +303,18 @@ class Cluster:
         return run.accept()
 
     def restart(self) -> None:
-        """A new generation of the job, from no state (as after a restart without checkpoint)."""
+        """A new generation of the job, from no state (as after a restart without checkpoint):
+        the driver first releases the subtasks of the run that failed, everywhere."""
+        for hosts in self.workers.values():
+            hosts.release(self.run_id)
         self.generation += 1
         self.state.reset()
 
     # Inspection ----------------------------------------------------------------------------
 
     def live(self, worker: str, run_id: str | None = None) -> dict[tuple[int, int], Any]:
-        cache = self.workers.get(worker)
-        return cache._runs.get(run_id or self.run_id, {}) if cache is not None else {}
+        hosts = self.workers.get(worker)
+        return hosts.live(run_id or self.run_id) if hosts is not None else {}
 
     def manifest(self) -> manifests.KeyedStateManifest:
         return self.state.manifests[self.counter.id][0]
@@ -276,11 +352,8 @@ class Cluster:
                 dispose()
 
     def close(self) -> None:
-        for worker in self.workers.values():
-            for live in worker._runs.values():
-                for subtask in live.values():
-                    subtask.dispose()
-            worker._runs.clear()
+        for hosts in self.workers.values():
+            hosts.discard()
 
 
 class Epoch:

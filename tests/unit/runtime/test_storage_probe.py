@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -181,4 +182,38 @@ def test_executor_id_from_the_java_ancestors_command_line(tmp_path):
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
         assert done.stdout.strip() == expected, done.stderr
-    assert executor_id(pid=os.getpid()) is None  # pytest and its parents run no Java
+    assert executor_id() is None  # pytest and its parents run no Java
+
+
+def test_executor_id_of_a_process_that_left_the_daemons_tree(tmp_path):
+    """A subtask host is re-parented away from PySpark's daemon but stays in its process
+    group: the group's leader (the daemon) is a child of the executor's JVM."""
+    java = tmp_path / "java"
+    java.symlink_to(sys.executable)
+    # "java" starts the daemon, a process group leader, which forks a child that forks the
+    # orphan and exits; the orphan (re-parented, still in the daemon's group) asks
+    daemon = (
+        "import os, sys, time\n"
+        "os.setpgid(0, 0)\n"
+        "if os.fork() == 0:\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(0.3)\n"
+        "        from lockgate.runtime.storage_probe import executor_id\n"
+        "        open(sys.argv[1], 'w').write(str(executor_id()))\n"
+        "    os._exit(0)\n"
+        "time.sleep(2)\n"
+    )
+    starter = (
+        "import subprocess, sys; subprocess.run([sys.argv[1], '-c', sys.argv[2], sys.argv[3]])"
+    )
+    answer = tmp_path / "answer"
+    subprocess.run(
+        [str(java), "-c", starter, sys.executable, daemon, str(answer), "--executor-id", "7"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=True,
+        timeout=30,
+    )
+    deadline = time.monotonic() + 10
+    while not answer.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert answer.read_text() == "7"

@@ -8,13 +8,17 @@ once; the epoch's Spark job is the union of the tasks that end the graph.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pickle import loads
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
 from pyspark import SparkContext, StorageLevel
+from pyspark.errors import PySparkException
 from pyspark.rdd import RDD
 
 from lockgate.runtime.source import SplitAssignment, SplitEnumerator
@@ -24,7 +28,26 @@ from lockgate.runtime.taskexecutor.epoch_task import (
     RestoreBundle,
     source_input,
 )
+from lockgate.runtime.taskexecutor.host_client import release_hosts
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
+
+log = logging.getLogger("lockgate")
+
+# What the Spark job of an epoch raises when a task failed past Spark's own retries or the
+# job was cancelled; a driver-side error of lockgate is none of these.
+SPARK_JOB_FAILURES = (Py4JJavaError, PySparkException)
+
+
+# The job group of every release job (epochs have a group each, to be cancelled by)
+RELEASE_GROUP = "lockgate-release"
+
+
+class _ReleaseRun:
+    def __init__(self, run: str):
+        self.run = run
+
+    def __call__(self, _: Iterable[int]) -> list[str]:
+        return release_hosts(self.run)
 
 
 class EpochTimeout(RuntimeError):
@@ -76,9 +99,11 @@ class EpochJob:
     def __init__(self, sc: SparkContext, job: Any):
         self.sc = sc
         self.job = job
+        self.started_runs: set[str] = set()  # runs whose subtasks may live on executors
 
     def run(
         self,
+        run: str,
         tasks: dict[int, EpochTask],
         plans: dict[int, dict[int, list[SplitAssignment]]],
         enumerators: dict[int, SplitEnumerator],
@@ -95,6 +120,7 @@ class EpochJob:
         An epoch still running after ``timeout_s`` is cancelled (``EpochTimeout``).
         """
         sc = self.sc
+        self.started_runs.add(run)
         rdds: dict[int, RDD] = {}
         persisted: list[RDD] = []
         results: list[RDD] = []
@@ -155,11 +181,32 @@ class EpochJob:
                     vertex_id, index, attempt = payload
                     output.attempts.setdefault((vertex_id, index), set()).add(attempt)
                 else:
-                    output.collected.extend(loads(record) for record in payload)
+                    output.collected.extend(loads(record) for record in loads(payload))
             return output
         finally:
             for rdd in persisted:
                 rdd.unpersist(blocking=False)
+
+    def release(self, run: str) -> None:
+        """End ``run`` on every executor: its subtask hosts close their subtasks (user
+        functions' close()) and exit. A host this misses (an executor Spark did not run the
+        release on) goes when its executor does."""
+        if run not in self.started_runs:
+            return  # no epoch of it ran: nothing lives anywhere
+        self.started_runs.discard(run)
+        executors = max(1, self.sc._jsc.sc().getExecutorIds().size())
+        self.sc.setJobGroup(RELEASE_GROUP, f"lockgate release {run}")
+        try:
+            problems = (
+                self.sc.parallelize(range(executors), executors)
+                .mapPartitions(_ReleaseRun(run))
+                .collect()
+            )
+        except SPARK_JOB_FAILURES as exc:
+            log.warning("could not release the subtasks of run %s: %s", run, exc)
+            return
+        for problem in problems:
+            log.warning("releasing run %s: %s", run, problem)
 
     def _restore_bundles(self, restores: dict[int, list[bytes]]) -> dict[int, list[RestoreBundle]]:
         """Each subtask's restore bundle (see ``RestoreBundle``): subtask j of a non-source

@@ -19,7 +19,7 @@ from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.source import SplitAssignment
-from lockgate.runtime.task_deployment import TaskDeploymentDescriptor
+from lockgate.runtime.task_deployment import TaskDeploymentDescriptor, run_id
 from lockgate.runtime.taskexecutor.epoch_task import EpochTask
 
 
@@ -71,7 +71,7 @@ class EpochPlanner:
             self.coordinator.triggered()
         epoch = state.epoch + 1
         self.tries += 1
-        run = f"{self.settings.job_id}#{generation}"
+        run = run_id(self.settings.job_id, generation)
         tag = f"e{epoch}-g{generation}t{self.tries}"
         ack_dir = f"epochs/{tag}"
         inject_ack = self.injector.take("after-snapshot-before-ack", epoch)

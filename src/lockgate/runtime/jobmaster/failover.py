@@ -32,6 +32,7 @@ from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.jobmaster.job_summary import JobSummary
 from lockgate.runtime.jobmaster.restart import now_ms
+from lockgate.runtime.task_deployment import run_id
 
 log = logging.getLogger("lockgate")
 
@@ -61,6 +62,7 @@ class Failover:
         injector: FailureInjector,
         summary: JobSummary,
         cancelled: threading.Event,
+        release_run: Callable[[str], None],
     ):
         self.job = job
         self.settings = settings
@@ -73,6 +75,7 @@ class Failover:
         self.injector = injector
         self.summary = summary
         self.cancelled = cancelled
+        self.release_run = release_run  # ends a run's subtasks where they live
         self.generation = 0  # bumped by every restore
         self.resumed_from: CompletedCheckpoint | None = None  # execution.state-recovery.path
 
@@ -131,7 +134,11 @@ class Failover:
         self.restore(latest, foreign=False)
 
     def restore(self, checkpoint: CompletedCheckpoint | None, foreign: bool) -> None:
-        """Back to ``checkpoint`` (None: the start of the job); ``foreign``: another job's."""
+        """Back to ``checkpoint`` (None: the start of the job); ``foreign``: another job's.
+
+        The subtasks of the failed run are closed first, as Flink cancels a failed job's
+        tasks before it restarts them."""
+        self.release_run(run_id(self.settings.job_id, self.generation))
         self.generation += 1
         self.results.drop_held()
         self.injector.strike("during-restore", self.generation)

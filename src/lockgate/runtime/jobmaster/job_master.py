@@ -17,9 +17,7 @@ from collections import deque
 from collections.abc import Generator
 from typing import Any
 
-from py4j.protocol import Py4JJavaError
 from pyspark import cloudpickle
-from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator, CheckpointSettings
@@ -32,7 +30,7 @@ from lockgate.runtime.jobmaster.ack_collector import AckCollector
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
 from lockgate.runtime.jobmaster.epoch_cap import EpochCap
-from lockgate.runtime.jobmaster.epoch_job import EpochJob, EpochTimeout
+from lockgate.runtime.jobmaster.epoch_job import SPARK_JOB_FAILURES, EpochJob, EpochTimeout
 from lockgate.runtime.jobmaster.epoch_planner import EpochPlan, EpochPlanner
 from lockgate.runtime.jobmaster.failover import RECOVERABLE, Failover
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
@@ -43,13 +41,10 @@ from lockgate.runtime.jobmaster.progress import EpochProgress
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
 from lockgate.runtime.jobmaster.storage_check import check_storage
+from lockgate.runtime.task_deployment import run_id
 from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")
-
-# What the Spark job of an epoch raises when a task failed past Spark's own retries or the
-# job was cancelled; a driver-side error of lockgate is none of these.
-SPARK_JOB_FAILURES = (Py4JJavaError, PySparkException)
 
 
 class JobMaster:
@@ -76,6 +71,7 @@ class JobMaster:
         self.results = CollectedResults()
         self._cancelled = threading.Event()
         self._finished = False  # the last epoch read the sources to their end
+        self.spark_job = EpochJob(self.sc, job)
         injector = FailureInjector(settings.injections)
         self.planner = EpochPlanner(
             job,
@@ -101,6 +97,7 @@ class JobMaster:
             injector,
             self.summary,
             self._cancelled,
+            self.spark_job.release,
         )
 
     @property
@@ -116,7 +113,7 @@ class JobMaster:
     def run(self) -> Generator[EpochResult, None, None]:
         """Run epochs until bounded sources are exhausted or the job is cancelled."""
         graph = self.sc.broadcast(cloudpickle.dumps(self.job))  # type: ignore[no-untyped-call]
-        spark_job = EpochJob(self.sc, self.job)
+        spark_job = self.spark_job
         status = "FAILED"
         try:
             if self.settings.recovery_path is not None:
@@ -145,6 +142,8 @@ class JobMaster:
             status = "CANCELED"
             raise
         finally:
+            if status != "FINISHED":  # else every subtask closed at the end of its input
+                self._release_subtasks()
             self.summary.finished = time.monotonic()
             self.summary.checkpoints = list(self.coordinator.history)
             graph.destroy()
@@ -167,6 +166,7 @@ class JobMaster:
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
         try:
             output = spark_job.run(
+                plan.run,
                 plan.tasks,
                 plan.assignments,
                 self.state.enumerators,
@@ -232,6 +232,14 @@ class JobMaster:
         acks = collector.accepted(plan.run, result_attempts)
         collector.discard_losers(self.shared_state.referenced)
         return acks
+
+    def _release_subtasks(self) -> None:
+        """Close the subtasks of the last run (Flink closes a job's operators when it ends,
+        however it ends); those that read their input to its end closed themselves."""
+        try:
+            self.spark_job.release(run_id(self.settings.job_id, self.failover.generation))
+        except Exception as exc:  # the session may be gone; the job's own error matters more
+            log.warning("could not release the job's subtasks: %s", exc)
 
     def _remove_local_dirs(self) -> None:
         """In local mode the executors' disk is this machine's: remove the job's RocksDB

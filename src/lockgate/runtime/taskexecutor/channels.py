@@ -50,8 +50,10 @@ class ChannelWriter(Operator):
     def flush(self, buffer_index: int) -> None:
         buffer = self.buffers[buffer_index]
         if buffer:
-            item = (self.edge_id, self.ctx.index, self.ctx.attempt, self.sequence, buffer)
-            self.ctx.outbox.append((self.partition(buffer_index), item))
+            batch = dumps(buffer, HIGHEST_PROTOCOL)
+            self.ctx.outbox.append(
+                (self.partition(buffer_index), self.edge_id, self.sequence, batch)
+            )
             self.sequence += 1
             self.buffers[buffer_index] = []
             self.sizes[buffer_index] = 0
@@ -61,8 +63,7 @@ class ChannelWriter(Operator):
         it sent nothing: the driver accepts the attempts whose output was consumed."""
         for buffer_index in range(len(self.buffers)):
             self.flush(buffer_index)
-            marker = (self.edge_id, self.ctx.index, self.ctx.attempt, -1, None)
-            self.ctx.outbox.append((self.partition(buffer_index), marker))
+            self.ctx.outbox.append((self.partition(buffer_index), self.edge_id, -1, None))
         self.sequence = 0
 
 
@@ -108,8 +109,7 @@ class RebalanceWriter(ChannelWriter):
         self.sizes[target] = size
 
 
-# Per Python worker: key -> key group, by max parallelism. Survives subtask rebuilds (a
-# subtask lands in another worker about every other epoch).
+# Per process: key -> key group, by max parallelism.
 _KEY_GROUP_CACHES: dict[int, dict[Any, int]] = {}
 
 
@@ -199,9 +199,8 @@ class KeyGroupWriter(ChannelWriter):
     def flush(self, buffer_index: int) -> None:
         buffer = self.buffers[buffer_index]
         if buffer:
-            batch = (self.group_buffers[buffer_index], buffer)
-            item = (self.edge_id, self.ctx.index, self.ctx.attempt, self.sequence, batch)
-            self.ctx.outbox.append((buffer_index, item))
+            batch = dumps((self.group_buffers[buffer_index], buffer), HIGHEST_PROTOCOL)
+            self.ctx.outbox.append((buffer_index, self.edge_id, self.sequence, batch))
             self.sequence += 1
             self.buffers[buffer_index] = []
             self.group_buffers[buffer_index] = []

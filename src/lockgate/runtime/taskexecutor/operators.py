@@ -323,7 +323,7 @@ class PrintSinkOperator(Operator):
 
 
 # Items of a task's output that go to the driver, not to a shuffle partition (>= 0)
-COLLECT_TAG = -1  # (COLLECT_TAG, pickled records of collect sinks)
+COLLECT_TAG = -1  # (COLLECT_TAG, a pickled list of pickled records of collect sinks)
 ATTEMPT_TAG = -2  # (ATTEMPT_TAG, (vertex, subtask, attempt)): the attempt that produced them
 
 
@@ -348,7 +348,7 @@ class CollectSinkOperator(Operator):
 
     def end_epoch(self) -> None:
         if self.batch:
-            self.ctx.outbox.append((COLLECT_TAG, self.batch))
+            self.ctx.outbox.append((COLLECT_TAG, -1, 0, dumps(self.batch, HIGHEST_PROTOCOL)))
             self.batch = []
 
 

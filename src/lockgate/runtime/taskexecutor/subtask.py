@@ -1,8 +1,8 @@
-"""One parallel subtask of a task (a chain of operators), as it lives in a Python worker.
+"""One parallel subtask of a task (a chain of operators), as it lives in its host.
 
-A subtask survives from epoch to epoch in the worker's memory while Spark keeps sending its
-partition to the same worker; otherwise it is rebuilt and its keyed state restored from the
-files of the previous epoch. Either way it starts epoch n from the state of epoch n-1.
+It survives from epoch to epoch in its host (``subtask_host``); after a failure, or on a
+machine that did not host it, it is rebuilt and its keyed state restored from the files of
+the previous epoch. Either way it starts epoch n from the state of epoch n-1.
 """
 
 from __future__ import annotations

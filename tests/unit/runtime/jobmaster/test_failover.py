@@ -22,6 +22,13 @@ RESTARTS = {
 }
 
 
+class Releases(list):
+    """Stands for the driver's release of a run's subtasks: records the runs released."""
+
+    def __call__(self, run: str) -> None:
+        self.append(run)
+
+
 def failover_for(tmp_path, injections=(), job=None, **config):
     parts = Checkpointing.build(tmp_path, injections, job, **{**RESTARTS, **config})
     finalizer = parts.finalizer
@@ -37,6 +44,7 @@ def failover_for(tmp_path, injections=(), job=None, **config):
         parts.injector,
         JobSummary(parts.settings.job_id, "unit", deque()),
         threading.Event(),
+        Releases(),
     )
 
 
@@ -110,3 +118,12 @@ def test_the_restore_commits_again_without_the_mid_commit_injection(tmp_path):
     failover.restore_latest()
     assert sorted(p.name for p in out.iterdir()) == ["part-0", "part-1"]
     assert failover.injector.take("mid-commit", 1), "still planned for checkpoint 1's commit"
+
+
+def test_a_restore_first_releases_the_subtasks_of_the_failed_run(tmp_path):
+    failover = failover_for(tmp_path)
+    job_id = failover.settings.job_id
+    failover.recover(failover.restore_latest, RuntimeError("task lost"))
+    failover.recover(failover.restore_latest, RuntimeError("task lost again"))
+    assert failover.release_run == [f"{job_id}#0", f"{job_id}#1"]
+    assert failover.generation == 2

@@ -60,11 +60,18 @@ def write(kind: str, bounds: BatchBounds, records: list[Any], attempt: str = "a1
 
 
 def batches(items: list[Any]) -> list[tuple[int, int, list[bytes]]]:
-    """(target partition, sequence number, pickled records) of every batch, in output order."""
+    """(target partition, sequence number, pickled records) of every batch, in output order:
+    of a writer's outbox items (target, edge, sequence, pickled batch) or of a task's output
+    items (target, (edge, sender, attempt, sequence, pickled batch))."""
     found = []
-    for partition, (_, _, _, sequence, batch) in items:
-        if batch is None:
+    for item in items:
+        if len(item) == 2:
+            partition, (_, _, _, sequence, blob) = item
+        else:
+            partition, _, sequence, blob = item
+        if blob is None:
             continue  # the end-of-epoch marker
+        batch = loads(blob)
         data = batch[1] if isinstance(batch, tuple) else batch
         if isinstance(batch, tuple):
             assert len(batch[0]) == len(data)  # a key group per record

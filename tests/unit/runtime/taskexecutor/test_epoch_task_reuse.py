@@ -1,4 +1,4 @@
-"""A worker keeps using a subtask it holds only if it is the version the driver accepted.
+"""A subtask host keeps using its subtask only if it is the version the driver accepted.
 
 Several versions of subtask n can end epoch n-1 on different workers: a retry, a speculative
 copy, a run of the epoch that a checkpoint timeout cancelled. Only the one whose ack the
@@ -85,7 +85,7 @@ def test_an_epoch_run_again_after_a_timeout_does_not_reuse_the_cancelled_run(clu
     assert ack.restored
 
 
-def test_a_new_run_of_the_job_disposes_the_subtasks_of_the_previous_run(cluster):
+def test_a_new_run_of_the_job_starts_after_the_previous_run_is_released(cluster):
     c: Cluster = cluster(THREE_KEYS)
     c.epoch("w1")
     [held] = c.live("w1").values()
@@ -93,13 +93,13 @@ def test_a_new_run_of_the_job_disposes_the_subtasks_of_the_previous_run(cluster)
 
     c.epoch("w1")
 
-    assert list(c.workers["w1"]._runs) == ["job#1"]
+    assert c.workers["w1"].runs() == ["job#1"]
     assert held.backend.db is None  # closed
     assert not Path(held.backend.path).exists()
     assert len(c.instance_dirs("a")) == 1  # the new run's
 
 
-def test_a_new_run_keeps_the_subtasks_of_other_jobs_on_the_worker(cluster):
+def test_releasing_a_run_keeps_the_subtasks_of_other_jobs(cluster):
     c: Cluster = cluster(THREE_KEYS, job_id="job")
     other: Cluster = cluster(THREE_KEYS, job_id="other", workers=c.workers)
     other.epoch("w1")
@@ -109,6 +109,6 @@ def test_a_new_run_keeps_the_subtasks_of_other_jobs_on_the_worker(cluster):
 
     c.epoch("w1")
 
-    assert sorted(c.workers["w1"]._runs) == ["job#1", "other#0"]
+    assert c.workers["w1"].runs() == ["job#1", "other#0"]
     assert kept.backend.db is not None
     assert not other.epoch("w1").restored
