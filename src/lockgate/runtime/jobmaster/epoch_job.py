@@ -21,6 +21,7 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.rdd import RDD
 
+from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.taskexecutor.epoch_task import (
     RESTORE_EDGE,
@@ -194,14 +195,11 @@ class EpochJob:
         if run not in self.started_runs:
             return  # no epoch of it ran: nothing lives anywhere
         self.started_runs.discard(run)
-        executors = max(1, self.sc._jsc.sc().getExecutorIds().size())
+        # One task per executor, asking to run there (local mode: the driver's executor)
+        places = [(e.id, e.location) for e in list_executors(self.sc)] or [("driver", None)]
         self.sc.setJobGroup(RELEASE_GROUP, f"lockgate release {run}")
         try:
-            problems = (
-                self.sc.parallelize(range(executors), executors)
-                .mapPartitions(_ReleaseRun(run))
-                .collect()
-            )
+            problems = located_rdd(self.sc, places).mapPartitions(_ReleaseRun(run)).collect()
         except SPARK_JOB_FAILURES as exc:
             log.warning("could not release the subtasks of run %s: %s", run, exc)
             return
