@@ -7,12 +7,11 @@ holds every process in the process group of a descendant that leads one: lockgat
 manager and subtask hosts are adopted by init (they outlive the worker that starts them)
 but stay in the group of the PySpark daemon that forked that worker.
 
-The CPU time of a process is ``utime + stime + cutime + cstime`` of ``/proc/<pid>/stat``:
-its own user and system time and that of its children it has reaped. Summed over the live
-tree, the total never loses a process: while a worker lives its own times count, and once it
-has exited and its parent (in the tree) has reaped it, its times are in the parent's
-``cutime``/``cstime``. A process that exits in a sampling interval is counted as soon as it
-is reaped.
+The CPU time of the tree is the sum, over every process ever seen in it, of its own
+``utime + stime`` (``/proc/<pid>/stat``) when last read: a process that exits keeps what it
+used up to the last sample before its exit (at most one interval short). Children's times
+(``cutime``) are not used: lockgate's task manager ignores SIGCHLD, so the times of the
+hosts it forks are never added to its own when they exit.
 
 ``TreeCpu`` samples that total in a thread every ``interval_s`` (20 ms): it re-reads the
 whole of /proc to find the tree's members every ``rescan_every`` samples (about 1 ms for 100
@@ -51,17 +50,16 @@ def session_cores(master: str, default_parallelism: int) -> int:
     return int(threads)
 
 
-def _stat(pid: int) -> tuple[int, int, int] | None:
-    """(parent pid, process group, CPU clock ticks incl. reaped children) of a process, or
-    None if gone."""
+def _stat(pid: int) -> tuple[int, int, int, int] | None:
+    """(parent pid, process group, start time, own CPU clock ticks) of a process, or None
+    if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             fields = handle.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    # after "pid (comm)": state ppid pgrp ... utime(11) stime(12) cutime(13) cstime(14)
-    ticks = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-    return int(fields[1]), int(fields[2]), ticks
+    # after "pid (comm)": state ppid pgrp ... utime(11) stime(12) ... starttime(19)
+    return int(fields[1]), int(fields[2]), int(fields[19]), int(fields[11]) + int(fields[12])
 
 
 def tree_pids(root: int) -> list[int]:
@@ -88,14 +86,19 @@ def tree_pids(root: int) -> list[int]:
     return sorted(found)
 
 
-def tree_cpu_seconds(pids: list[int]) -> float:
-    """CPU seconds of the given processes (and of the children they reaped)."""
-    ticks = 0
-    for pid in pids:
-        stat = _stat(pid)
-        if stat is not None:
-            ticks += stat[2]
-    return ticks / CLOCK_TICKS
+class _Ledger:
+    """Each process's own CPU ticks when last read, by (pid, start time): a pid the kernel
+    reuses is another process."""
+
+    def __init__(self) -> None:
+        self.ticks: dict[tuple[int, int], int] = {}
+
+    def read(self, pids: list[int]) -> float:
+        for pid in pids:
+            stat = _stat(pid)
+            if stat is not None:
+                self.ticks[(pid, stat[2])] = stat[3]
+        return sum(self.ticks.values()) / CLOCK_TICKS
 
 
 class TreeCpu:
@@ -113,11 +116,12 @@ class TreeCpu:
 
     def _run(self) -> None:
         pids: list[int] = []
+        ledger = _Ledger()
         sample = 0
         while True:
             if sample % self.rescan_every == 0:
                 pids = tree_pids(self.root)
-            cpu = tree_cpu_seconds(pids)
+            cpu = ledger.read(pids)
             self.times.append(time.time())
             self.cpu.append(cpu)
             sample += 1
@@ -125,7 +129,7 @@ class TreeCpu:
                 break
         # a last full sample, so that a window ending now is covered
         self.times.append(time.time())
-        self.cpu.append(tree_cpu_seconds(tree_pids(self.root)))
+        self.cpu.append(ledger.read(tree_pids(self.root)))
 
     def __enter__(self) -> TreeCpu:
         if self.available:
@@ -152,7 +156,13 @@ class TreeCpu:
 
     def cpu_seconds(self, start: float, end: float) -> float:
         """CPU seconds the tree used between two ``time.time()`` instants (nan when /proc
-        is not there or the window is not inside the sampled time)."""
+        is not there or the window is not inside the sampled time). A window that ended
+        just now waits for the sample after it."""
+        deadline = time.monotonic() + 10 * self.interval_s
+        while self.times and end > self.times[-1] and not self._stop.is_set():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(self.interval_s)
         if len(self.times) < 2 or start < self.times[0] or end > self.times[-1]:
             return float("nan")
         return self._at(end) - self._at(start)
