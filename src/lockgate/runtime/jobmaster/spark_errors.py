@@ -7,7 +7,7 @@ import re
 from lockgate.runtime.errors import JobExecutionError
 
 _LOCKGATE_ERROR = re.compile(
-    r"lockgate\.(?:runtime\.errors\.(?:UserFunctionError|InjectedFailure)|connectors\.base\.SourceError|"
+    r"lockgate\.(?:runtime\.errors\.(?:UserFunctionError|InjectedFailure)|runtime\.source\.SourceError|"
     r"state\.snapshot\.SnapshotFormatError): ([^\n]+)"
 )
 

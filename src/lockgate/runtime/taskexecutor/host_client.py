@@ -10,7 +10,6 @@ import os
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -30,7 +29,6 @@ from lockgate.runtime.taskexecutor.subtask_host import Output
 
 START_TIMEOUT_S = 60.0  # for a new host to bind its socket (imports on a loaded machine)
 RELEASE_TIMEOUT_S = 30.0  # for a host to close its subtask before it is killed
-_PEER_CREDENTIALS = struct.Struct("3i")
 _BEGIN_TRIES = 5
 
 
@@ -246,9 +244,7 @@ def release_hosts(run: str, timeout_s: float = RELEASE_TIMEOUT_S) -> list[str]:
             continue  # exited meanwhile
         shown = name[1:]
         try:
-            pid = _PEER_CREDENTIALS.unpack(
-                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
-            )[0]
+            pid = protocol.peer_credentials(sock)[0]
             sock.settimeout(timeout_s)
             protocol.send(sock, protocol.RELEASE)
             kind, payload = FrameReader(sock).read()

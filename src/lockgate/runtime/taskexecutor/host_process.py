@@ -15,7 +15,6 @@ import logging
 import os
 import selectors
 import socket
-import struct
 import sys
 import traceback
 
@@ -32,13 +31,6 @@ from lockgate.runtime.taskexecutor.host_protocol import (
 from lockgate.runtime.taskexecutor.subtask_host import Output, SubtaskHost
 
 log = logging.getLogger("lockgate")
-
-_PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid (SO_PEERCRED)
-
-
-def _peer_uid(conn: socket.socket) -> int:
-    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
-    return int(_PEER_CREDENTIALS.unpack(raw)[1])
 
 
 def _send_outputs(conn: socket.socket, outputs: list[Output]) -> None:
@@ -159,7 +151,7 @@ def serve(listener: socket.socket, host: SubtaskHost, daemon_pid: int) -> None:
                 return  # the executor's Python daemon is gone, and with it the executor
             conn, _ = listener.accept()
             with conn:
-                if _peer_uid(conn) != uid:
+                if protocol.peer_credentials(conn)[1] != uid:
                     log.warning("refused a connection from another user to %s", host.run)
                     continue
                 if _Connection(conn, host).serve():

@@ -72,6 +72,16 @@ def task_manager_name(daemon_pid: int) -> str:
     return f"\0lockgate/taskmanager/{daemon_pid}"
 
 
+_PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid (SO_PEERCRED)
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a connected Unix socket."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
+    pid, uid, _ = _PEER_CREDENTIALS.unpack(raw)
+    return int(pid), int(uid)
+
+
 def run_prefix(run: str) -> str:
     return f"\0lockgate/{run}/"
 

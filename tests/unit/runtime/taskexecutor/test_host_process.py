@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -38,11 +37,8 @@ def hosts_of(run: str) -> set[str]:
 
 def host_pid(run: str, vertex: int, index: int) -> int:
     sock = connect_host(run, vertex, index)
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return int(struct.unpack("3i", raw)[0])
-    finally:
-        sock.close()
+    with sock:
+        return protocol.peer_credentials(sock)[0]
 
 
 def wait_until(condition, timeout: float = 20.0) -> bool:
@@ -85,8 +81,7 @@ def task_manager_pid(daemon) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with sock:
         sock.connect(protocol.task_manager_name(daemon.pid))
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return int(struct.unpack("3i", raw)[0])
+        return protocol.peer_credentials(sock)[0]
 
 
 def test_tasks_that_start_the_same_host_at_once_share_one_host(run):
