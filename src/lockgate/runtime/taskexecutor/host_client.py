@@ -146,7 +146,6 @@ class HostSession:
         self.place = (run, vertex, index)
         self.sock = connect_host(*self.place)
         self.reader = FrameReader(self.sock)
-        self.done: EpochDone | None = None
 
     def begin(self, start: EpochStart, graph: Callable[[], bytes]) -> None:
         for retry in range(_BEGIN_TRIES):
@@ -201,7 +200,7 @@ class HostSession:
                 target, edge, sequence, has_batch = unpack(payload)
                 yield target, edge, sequence, payload[size:] if has_batch else None
             elif kind == protocol.DONE:
-                self.done = EpochDone.from_json(protocol.load_json(payload, "an epoch's end"))
+                EpochDone.from_json(protocol.load_json(payload, "an epoch's end"))  # checked
                 return
             else:
                 self._expect_ready(kind, payload)

@@ -187,19 +187,18 @@ class EpochStart:
 
 @dataclass(frozen=True)
 class EpochDone:
-    """The host finished the epoch: its ack is written."""
+    """The host finished the epoch: its ack is written (which reports the rest)."""
 
-    restored: bool  # the subtask was rebuilt from its restore for this epoch
     closed: bool  # end of input: the subtask is closed and the host exits
 
     def to_json(self) -> dict[str, Any]:
-        return envelope(DONE_FORMAT, VERSION, {"restored": self.restored, "closed": self.closed})
+        return envelope(DONE_FORMAT, VERSION, {"closed": self.closed})
 
     @staticmethod
     def from_json(raw: Any) -> EpochDone:
         where = "the end of an epoch reported by a subtask host"
         body = open_envelope(raw, DONE_FORMAT, VERSION, where)
-        return EpochDone(field(body, "restored", bool, where), field(body, "closed", bool, where))
+        return EpochDone(field(body, "closed", bool, where))
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,7 @@ class SubtaskHost:
                 subtask.close()
             finally:
                 subtask.dispose()
-        return outputs, EpochDone(epoch.restored, closed=task.end_of_input)
+        return outputs, EpochDone(closed=task.end_of_input)
 
     def abort(self) -> None:
         """The running epoch failed or its task went away: the subtask is half through it,
