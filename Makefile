@@ -37,7 +37,7 @@ integration: $(STAMP) java
 	$(BIN)/python -m pytest -q tests/integration
 
 # Not part of `test` (2.5 to 5 min on this 2-core machine, by its load): a Spark standalone
-# cluster (a master and two one-core workers on 127.0.0.1, from PySpark's own distribution)
+# cluster (a master and two one-core workers on Spark hosts 127.0.0.1 and 127.0.0.2, from PySpark's own distribution)
 # runs jobs with both state backends, and executors and workers are killed mid-epoch.
 cluster: $(STAMP) java
 	$(BIN)/python -m pytest -q -m cluster tests/integration/cluster

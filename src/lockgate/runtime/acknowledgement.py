@@ -17,7 +17,7 @@ from lockgate.runtime.source import SplitProgress
 from lockgate.state.manifests import KeyedStateSnapshot
 
 FORMAT = "lockgate-subtask-ack"
-VERSION = 2
+VERSION = 3
 
 
 def ack_name(ack_dir: str, vertex: int, subtask: int, attempt: str) -> str:
@@ -39,7 +39,8 @@ class SubtaskAck:
     source_progress: dict[str, SplitProgress]  # split -> where reading stopped (source subtasks)
     state: KeyedStateSnapshot | None  # keyed subtasks
     operators: dict[str, Any]  # operator uid -> operator state
-    restored: bool  # rebuilt from files rather than found live in the worker
+    restored: bool  # rebuilt from files rather than found live in its host
+    location: str  # the Spark host of the subtask's host ("" in local mode)
     duration_ms: float
     consumed: dict[str, str]  # input channel (edge/sender) -> attempt whose output it read
 
@@ -60,6 +61,7 @@ class SubtaskAck:
                 "state": self.state.to_json() if self.state is not None else None,
                 "operators": self.operators,
                 "restored": self.restored,
+                "location": self.location,
                 "duration_ms": self.duration_ms,
                 "consumed": self.consumed,
             },
@@ -87,6 +89,7 @@ class SubtaskAck:
             state=KeyedStateSnapshot.from_json(state, where) if state is not None else None,
             operators=field(body, "operators", dict, where),
             restored=field(body, "restored", bool, where),
+            location=field(body, "location", str, where),
             duration_ms=float(field(body, "duration_ms", (int, float), where)),
             consumed=consumed,
         )

@@ -8,16 +8,15 @@ Probe orders and reports are typed JSON records, never pickles.
 
 from __future__ import annotations
 
-import os
 import socket
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lockgate.checkpoint.storage import Storage, read_url
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.runtime.executor_identity import executor_id
 
 ORDER_FORMAT = "lockgate-storage-probe"
 REPORT_FORMAT = "lockgate-storage-probe-report"
@@ -135,50 +134,6 @@ class ProbeReport:
             tuple((key, url) for key, url in written),
             tuple(ProbeFailure.from_json(f, where) for f in field(body, "failures", list, where)),
         )
-
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _java_args(pid: int) -> list[bytes] | None:
-    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    return args if os.path.basename(args[0]) == b"java" else None
-
-
-def executor_jvm(pid: int | None = None) -> tuple[int, list[bytes]] | None:
-    """The pid and command line of the JVM whose Python code this process runs: its nearest
-    Java ancestor (worker, PySpark's daemon, the JVM), or else the parent of the daemon,
-    which leads the process group (a process that left the daemon's tree, such as a subtask
-    host, stays in its group). None where ``/proc`` cannot tell (not Linux)."""
-    start = os.getpid() if pid is None else pid
-    try:
-        ancestor = start
-        for _ in range(4):
-            ancestor = _parent(ancestor)
-            if ancestor <= 1:
-                break
-            args = _java_args(ancestor)
-            if args is not None:
-                return ancestor, args
-        leader_parent = _parent(os.getpgid(start))
-        args = _java_args(leader_parent) if leader_parent > 1 else None
-        return (leader_parent, args) if args is not None else None
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def executor_id(pid: int | None = None) -> str | None:
-    """The id of the executor whose Python code this process runs, from its JVM's command
-    line (``--executor-id N`` on a cluster); ``driver`` when that JVM is the driver's (local
-    mode). None where ``/proc`` cannot tell."""
-    jvm = executor_jvm(pid)
-    if jvm is None:
-        return None
-    args = jvm[1]
-    if b"--executor-id" in args[:-1]:
-        return args[args.index(b"--executor-id") + 1].decode()
-    return "driver"
 
 
 def _error(exc: BaseException) -> str:

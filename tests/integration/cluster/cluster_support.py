@@ -18,7 +18,9 @@ import lockgate
 SRC = str(Path(lockgate.__file__).resolve().parents[1])
 JOB = Path(__file__).with_name("cluster_job.py")
 JOB_TIMEOUT_S = 300
-WORKERS = ["worker-1", "worker-2"]  # the cluster every test starts from
+# The cluster every test starts from: two Spark hosts (two machines, as far as Spark and
+# lockgate can tell), name -> host
+WORKERS = {"worker-1": "127.0.0.1", "worker-2": "127.0.0.2"}
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """A Spark standalone cluster for the tests of this directory: a master and two workers of one
-core each on 127.0.0.1, started once (about 10 s) and stopped after the last test; a test
-that killed a worker gets it back before the next one. Jobs run in driver processes of their
-own (one SparkContext per process): ``cluster_support.run_job``."""
+core each, on Spark hosts 127.0.0.1 and 127.0.0.2, started once (about 10 s) and stopped
+after the last test; a test that killed a worker gets it back before the next one. Jobs run
+in driver processes of their own (one SparkContext per process): ``cluster_support.run_job``."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ def standalone(tmp_path_factory):
     started = time.monotonic()
     try:
         cluster.start_master()
-        for name in WORKERS:
-            cluster.start_worker(name)
+        for name, host in WORKERS.items():
+            cluster.start_worker(name, host)
         cluster.wait_ready()
         print(f"\nstandalone cluster up in {time.monotonic() - started:.1f} s: {cluster.url}")
         yield cluster

@@ -1,5 +1,6 @@
-"""A Spark standalone cluster on 127.0.0.1, started from PySpark's own distribution (not a
-test module).
+"""A Spark standalone cluster on this machine, started from PySpark's own distribution (not
+a test module). The master listens on 127.0.0.1; a worker on any loopback address, which is
+its Spark host: workers on 127.0.0.1 and 127.0.0.2 stand for two machines.
 
 The pip package has no ``start-master.sh``; ``bin/spark-class`` runs the Master and Worker
 classes directly. Every daemon runs in a process group of its own, so that a Worker dies
@@ -68,9 +69,11 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.master.port}"
 
     def env(self, **extra: str) -> dict[str, str]:
-        return clean_env(self.spark_home, SPARK_LOCAL_IP="127.0.0.1", **extra)
+        return clean_env(self.spark_home, **{"SPARK_LOCAL_IP": "127.0.0.1", **extra})
 
-    def _spawn(self, name: str, args: list[str], port: int, wrap: list[str] | None) -> Daemon:
+    def _spawn(
+        self, name: str, args: list[str], port: int, wrap: list[str] | None, host: str
+    ) -> Daemon:
         log = self.base / f"{name}.log"
         command = [*(wrap or []), str(self.spark_home / "bin" / "spark-class"), *args]
         with open(log, "ab") as out:
@@ -80,6 +83,7 @@ class StandaloneCluster:
                     # the master forgets a dead worker (default: after 60 s without heartbeat)
                     SPARK_MASTER_OPTS=f"-Dspark.worker.timeout={WORKER_TIMEOUT_S}",
                     SPARK_CONF_DIR=str(self.spark_home / "conf"),
+                    SPARK_LOCAL_IP=host,  # and its executors' (they inherit the variable)
                 ),
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -91,17 +95,18 @@ class StandaloneCluster:
         port, self.webui_port = free_port(), free_port()
         args = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
         args += ["--port", str(port), "--webui-port", str(self.webui_port)]
-        self.master = self._spawn("master", args, port, None)
+        self.master = self._spawn("master", args, port, None, "127.0.0.1")
 
-    def start_worker(self, name: str, wrap: list[str] | None = None) -> Daemon:
-        """A Worker with one core; ``wrap`` runs it inside another command (a namespace)."""
+    def start_worker(self, name: str, host: str, wrap: list[str] | None = None) -> Daemon:
+        """A Worker with one core on Spark host ``host`` (a loopback address); ``wrap`` runs
+        it inside another command (a namespace)."""
         port = free_port()
         work_dir = self.base / f"{name}-work"
         work_dir.mkdir(exist_ok=True)
-        args = ["org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1"]
+        args = ["org.apache.spark.deploy.worker.Worker", self.url, "--host", host]
         args += ["--port", str(port), "--webui-port", str(free_port()), "--cores", "1"]
         args += ["--memory", WORKER_MEMORY, "--work-dir", str(work_dir)]
-        worker = self.workers[name] = self._spawn(name, args, port, wrap)
+        worker = self.workers[name] = self._spawn(name, args, port, wrap, host)
         return worker
 
     def state(self) -> dict:
@@ -124,19 +129,20 @@ class StandaloneCluster:
                 raise RuntimeError(f"workers not registered in {timeout_s} s")
             time.sleep(0.2)
 
-    def ensure_workers(self, names: list[str]) -> None:
-        """Every named worker running (started again after a test killed it), no others, and
+    def ensure_workers(self, workers: dict[str, str]) -> None:
+        """Every worker of ``workers`` (name -> host) running (started again after a test
+        killed it), no others, and
         the master's books showing exactly these: a killed worker's entry must have expired,
         or the next application may be given an executor on it."""
         gone = []
         for name in list(self.workers):
-            if name not in names or not self.workers[name].alive():
+            if name not in workers or not self.workers[name].alive():
                 worker = self.workers.pop(name)
                 worker.kill()
                 gone.append(worker.port)
-        for name in names:
+        for name, host in workers.items():
             if name not in self.workers:
-                self.start_worker(name)
+                self.start_worker(name, host)
         self.wait_ready()
         deadline = time.monotonic() + 3 * WORKER_TIMEOUT_S
         while any(w["port"] in gone and w["state"] == "ALIVE" for w in self.state()["workers"]):

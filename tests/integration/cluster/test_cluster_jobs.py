@@ -61,7 +61,11 @@ def test_results_equal_the_reference_with_the_master_from_spark_defaults(
     """The master comes from spark-defaults.conf, as a cluster user would set it: lockgate
     keeps it, and applies none of its local-only defaults (no SPARK_LOCAL_IP, no workers'
     PYTHONPATH of its own). The work and checkpoint dirs are plain local paths, which every
-    executor of this one-machine cluster reaches: the storage check passes."""
+    executor of this one-machine cluster reaches: the storage check passes.
+
+    Subtasks stay put: once the acks show them on both Spark hosts (after epoch 1, or 2 if
+    Spark ran every task of epoch 1 on one), every task runs where its subtask lives, and
+    no subtask is restored again."""
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text(f"spark.master {cluster.url}\n")
@@ -74,6 +78,10 @@ def test_results_equal_the_reference_with_the_master_from_spark_defaults(
     assert result["restarts"] == 0
     assert_all_epochs_checkpointed(result)
     assert_exactly_once(tmp_path / "out")
+    assert [restored for epoch, restored in result["epochs"] if epoch >= 3] == [0] * 8, result
+    builds = markers_of(tmp_path / "markers", "open")
+    hosts_used = {executor for *_, executor, _ in builds}
+    assert len(hosts_used) == 2, builds  # the subtasks did spread over both executors
 
 
 def markers_of(markers: Path, kind: str) -> list[tuple]:

@@ -41,7 +41,7 @@ def test_an_executor_that_cannot_reach_the_storage_fails_the_job_before_any_epoc
         pytest.skip("needs unshare and the right to mount a tmpfs in a mount namespace")
     shared = tmp_path / "shared"
     shared.mkdir()
-    isolated = cluster.start_worker("isolated", wrap=private_mount(shared))
+    isolated = cluster.start_worker("isolated", "127.0.0.1", wrap=private_mount(shared))
     try:
         cluster.wait_ready()
         spec = job_spec(tmp_path, "hashmap", cluster.url)
@@ -71,7 +71,7 @@ def test_an_executor_that_cannot_reach_the_storage_fails_the_job_before_any_epoc
         failing = {line.split(" (host")[0].strip() for line in message.splitlines()[1:5]}
         assert failing == {f"executor {executor}"}, message  # the reachable two pass
         checked = message.splitlines()[-1]
-        assert checked.startswith("(checked: ") and checked.count("(host 127.0.0.1)") == 3, checked
+        assert checked.startswith("(checked: ") and checked.count("(host 127.0.0.") == 3, checked
         assert not list(tmp_path.glob("markers/ran-*")), "no epoch may have run"
         assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*"))
         print(f"storage check failed the job {elapsed:.1f} s after its driver started")

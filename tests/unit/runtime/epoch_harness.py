@@ -33,7 +33,7 @@ from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.task_deployment import BatchBounds, TaskDeploymentDescriptor
 from lockgate.runtime.taskexecutor import epoch_task
 from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
-from lockgate.runtime.taskexecutor.host_protocol import EpochStart
+from lockgate.runtime.taskexecutor.host_protocol import EpochStart, HostRequest
 from lockgate.runtime.taskexecutor.subtask_host import Output, SubtaskHost
 from lockgate.state import manifests
 from lockgate.state.backend_settings import KeyedStateSettings
@@ -87,7 +87,7 @@ class Hosts:
         assert cls.current is not None
         hosts = cls.current.hosts
         place = (run, vertex, index)
-        host = hosts.setdefault(place, SubtaskHost(run, vertex, index))
+        host = hosts.setdefault(place, SubtaskHost(HostRequest(run, vertex, index, "")))
         return _Session(host, lambda: hosts.pop(place, None))
 
     def live(self, run: str) -> dict[tuple[int, int], Any]:

@@ -29,6 +29,7 @@ def an_ack(**changes) -> SubtaskAck:
         ),
         operators={"sink": {"next_part": 3}},
         restored=False,
+        location="10.0.0.7",
         duration_ms=12.5,
         consumed={"0/0": "e5-g0t5a11"},
     )

@@ -3,7 +3,8 @@
 Each task becomes one RDD whose partition i runs subtask i. Edges between tasks become a
 ``partitionBy`` on the target subtask (the item key chosen by the sending channel writer).
 A task whose output feeds several consumers is persisted for the epoch so that it runs
-once; the epoch's Spark job is the union of the tasks that end the graph.
+once; the epoch's Spark job is the union of the tasks that end the graph. Tasks ask to run
+where their subtasks live (``SubtaskPlacement``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from pyspark.errors import PySparkException
 from pyspark.rdd import RDD
 
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
+from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.taskexecutor.epoch_task import (
+    PLACEMENT_MARKER,
     RESTORE_EDGE,
     EpochTask,
     RestoreBundle,
@@ -97,9 +100,10 @@ def _collects(vertex: Any) -> bool:
 
 
 class EpochJob:
-    def __init__(self, sc: SparkContext, job: Any):
+    def __init__(self, sc: SparkContext, job: Any, placement: SubtaskPlacement):
         self.sc = sc
         self.job = job
+        self.placement = placement
         self.started_runs: set[str] = set()  # runs whose subtasks may live on executors
 
     def run(
@@ -139,9 +143,13 @@ class EpochJob:
                         (bundles[vertex.id][i], source_input(enumerator, plan.get(i, [])))
                         for i in range(vertex.parallelism)
                     ]
-                    base = sc.parallelize(parts, vertex.parallelism)
+                    places = self.placement.locations(vertex.id, vertex.parallelism)
+                    if places is None:
+                        base = sc.parallelize(parts, vertex.parallelism)
+                    else:
+                        base = located_rdd(sc, list(zip(parts, places, strict=True)))
                 else:
-                    base = self._shuffle_input(vertex, rdds)
+                    base = self._located(vertex, self._shuffle_input(vertex, rdds))
                 rdd = base.mapPartitionsWithIndex(task)
                 consumers = {edge.target.id for edge in vertex.outputs}
                 collects = _collects(vertex)
@@ -224,6 +232,24 @@ class EpochJob:
                         (vertex.id, index, bundle)
                     )
         return bundles
+
+    def _located(self, vertex: Any, shuffled: RDD) -> RDD:
+        """The shuffled input of a task, its partitions asking for their subtasks' places.
+
+        A shuffle's partition prefers the hosts that hold much of its map output, which
+        says nothing of where the subtask lives. A union of RDDs with one partitioner is
+        Spark's ``PartitionerAwareUnionRDD``, whose partition i prefers the host most of its
+        parents' partitions i prefer. The second parent is a marker shuffle whose map task i
+        ran at subtask i's place and sent one marker to partition i (the receiver drops it),
+        so partition i prefers that host; it is read twice so that it outvotes the data's
+        hosts.
+        """
+        places = self.placement.locations(vertex.id, vertex.parallelism)
+        if places is None:
+            return shuffled
+        markers = [((index, PLACEMENT_MARKER), place) for index, place in enumerate(places)]
+        marker = located_rdd(self.sc, markers).partitionBy(vertex.parallelism, _target_partition)
+        return self.sc.union([shuffled, marker, marker])
 
     def _shuffle_input(self, vertex: Any, rdds: dict[int, RDD]) -> RDD:
         """The vertex's input channels (with the restores its first input carries)."""

@@ -37,6 +37,7 @@ from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.jobmaster.job_summary import EpochResult, EpochStats, JobSummary
+from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.jobmaster.progress import EpochProgress
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
@@ -71,7 +72,8 @@ class JobMaster:
         self.results = CollectedResults()
         self._cancelled = threading.Event()
         self._finished = False  # the last epoch read the sources to their end
-        self.spark_job = EpochJob(self.sc, job)
+        self.placement = SubtaskPlacement()
+        self.spark_job = EpochJob(self.sc, job, self.placement)
         injector = FailureInjector(settings.injections)
         self.planner = EpochPlanner(
             job,
@@ -183,6 +185,7 @@ class JobMaster:
         self.epoch_cap.epoch_took(time.perf_counter() - started, timeout)
         acks = self._accepted_acks(plan, output.attempts)
         self.state.apply_acks(plan.epoch, acks)
+        self.placement.record(acks)
         for ack in acks:
             self.staged.accept(plan.epoch, ack.vertex, ack.subtask, ack.attempt)
         self.work.remove(plan.ack_dir)

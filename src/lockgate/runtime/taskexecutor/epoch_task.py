@@ -28,6 +28,10 @@ from lockgate.runtime.taskexecutor.subtask_host import Output
 # The edge id of the shuffle item that carries a non-source subtask's restore (real edges
 # have ids from 0): it sorts before every input channel.
 RESTORE_EDGE = -1
+# A shuffle item that only asks Spark to run the receiving task where its subtask lives
+# (see EpochJob._located); dropped on arrival
+PLACEMENT_EDGE = -2
+PLACEMENT_MARKER = (PLACEMENT_EDGE, -1, "", 0, None)
 
 # A subtask's restore bundle: its own encoded SubtaskRestore, and the bundles it forwards
 # to subtasks of the tasks it carries restores for, as (vertex, subtask, bundle). Restores
@@ -126,7 +130,9 @@ def _split_input(items: Iterable[Any], source: bool) -> tuple[RestoreBundle, lis
     if source:
         ((bundle, assignments),) = items  # one item per source partition (see EpochJob)
         return bundle, assignments
-    payloads = sorted((payload for _, payload in items), key=_channel_order)
+    payloads = sorted(
+        (payload for _, payload in items if payload[0] != PLACEMENT_EDGE), key=_channel_order
+    )
     if not payloads or payloads[0][0] != RESTORE_EDGE:
         raise RuntimeError("a subtask's input lacks its restore (see EpochJob)")
     return payloads[0][4], payloads[1:]

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
+from lockgate.runtime.executor_identity import spark_host
 from lockgate.runtime.taskexecutor import host_protocol as protocol
 from lockgate.runtime.taskexecutor.host_protocol import (
     EpochDone,
@@ -92,7 +93,7 @@ def _read_status(fd: int, timeout: float) -> str:
     return data.decode(errors="replace").strip()
 
 
-def _start_host(run: str, vertex: int, index: int) -> None:
+def _start_host(request: HostRequest) -> None:
     """Have this executor's task manager start the subtask's host (the task manager first,
     if the executor has none yet)."""
     daemon_pid = os.getppid()  # the executor's Python daemon forked this worker
@@ -105,7 +106,7 @@ def _start_host(run: str, vertex: int, index: int) -> None:
         raise RuntimeError("the task manager of this executor started but cannot be reached")
     with manager:
         manager.settimeout(START_TIMEOUT_S)
-        protocol.send_record(manager, protocol.SPAWN, HostRequest(run, vertex, index))
+        protocol.send_record(manager, protocol.SPAWN, request)
         try:
             kind, payload = FrameReader(manager).read()
         except (ConnectionError, TimeoutError) as exc:
@@ -117,17 +118,18 @@ def _start_host(run: str, vertex: int, index: int) -> None:
                 status = HostStarted.from_json(protocol.load_json(payload, "an answer")).status
     if status not in ("ready", "exists"):
         raise RuntimeError(
-            f"the host of subtask {index} of task {vertex} (run {run}) did not start: "
-            f"{status} (see the executor's stderr)"
+            f"the host of subtask {request.index} of task {request.vertex} (run {request.run}) "
+            f"did not start: {status} (see the executor's stderr)"
         )
 
 
 def connect_host(run: str, vertex: int, index: int) -> socket.socket:
-    """A connection to the subtask's host on this machine, started if there is none."""
-    name = protocol.socket_name(run, vertex, index)
+    """A connection to the subtask's host on this Spark host, started if there is none."""
+    request = HostRequest(run, vertex, index, spark_host())
+    name = protocol.socket_name(request)
     sock = _connect(name)
     if sock is None:
-        _start_host(run, vertex, index)
+        _start_host(request)
         sock = _connect(name)
     if sock is None:
         raise RuntimeError(

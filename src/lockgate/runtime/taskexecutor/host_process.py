@@ -163,14 +163,14 @@ def run_host(requester: socket.socket, request: HostRequest, daemon_pid: int) ->
     socket, tell the requesting task, and serve until the run ends for the subtask."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(protocol.socket_name(request.run, request.vertex, request.index))
+        listener.bind(protocol.socket_name(request))
     except OSError as exc:
         status = "exists" if exc.errno == errno.EADDRINUSE else f"cannot listen: {exc}"
         _answer(requester, status)
         return
     listener.listen(64)
     _answer(requester, "ready")
-    host = SubtaskHost(request.run, request.vertex, request.index)
+    host = SubtaskHost(request)
     try:
         serve(listener, host, daemon_pid)
     finally:

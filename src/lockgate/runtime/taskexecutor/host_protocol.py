@@ -19,7 +19,7 @@ from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 
-VERSION = 1
+VERSION = 2
 
 # Task -> host
 START = 1  # EpochStart
@@ -57,13 +57,16 @@ class HostConnectionLost(ConnectionError):
     """The other side of a task-host connection went away mid-conversation."""
 
 
-def socket_name(run: str, vertex: int, index: int) -> str:
-    """The abstract Unix socket of a subtask's host: one per machine and subtask of a run.
+def socket_name(request: HostRequest) -> str:
+    """The abstract Unix socket of a subtask's host: one per Spark host and subtask of a
+    run.
 
     Abstract names (Linux) vanish with the process that bound them, and binding one is
-    atomic, so two tasks that start the same host at once end up with one host.
+    atomic, so two tasks that start the same host at once end up with one host. The Spark
+    host is in the name so that a host serves only the tasks Spark placed on its Spark host,
+    the place the driver then asks for (two Spark hosts on one machine share the namespace).
     """
-    return f"\0lockgate/{run}/{vertex}/{index}"
+    return f"{run_prefix(request.run)}{request.location}/{request.vertex}/{request.index}"
 
 
 def task_manager_name(daemon_pid: int) -> str:
@@ -249,11 +252,16 @@ class HostRequest:
     run: str
     vertex: int
     index: int
+    location: str  # the executor's Spark host ("" in local mode)
 
     def to_json(self) -> dict[str, Any]:
-        return envelope(
-            REQUEST_FORMAT, VERSION, {"run": self.run, "vertex": self.vertex, "index": self.index}
-        )
+        body = {
+            "run": self.run,
+            "vertex": self.vertex,
+            "index": self.index,
+            "location": self.location,
+        }
+        return envelope(REQUEST_FORMAT, VERSION, body)
 
     @staticmethod
     def from_json(raw: Any) -> HostRequest:
@@ -263,6 +271,7 @@ class HostRequest:
             field(body, "run", str, where),
             field(body, "vertex", int, where),
             field(body, "index", int, where),
+            field(body, "location", str, where),
         )
 
 

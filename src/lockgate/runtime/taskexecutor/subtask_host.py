@@ -27,7 +27,7 @@ from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.source import SplitAssignment, SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
-from lockgate.runtime.taskexecutor.host_protocol import EpochDone, EpochStart
+from lockgate.runtime.taskexecutor.host_protocol import EpochDone, EpochStart, HostRequest
 from lockgate.runtime.taskexecutor.subtask import Subtask
 
 log = logging.getLogger("lockgate")
@@ -57,10 +57,11 @@ class _Epoch:
 class SubtaskHost:
     """Holds subtask ``index`` of task ``vertex`` of ``run`` between epochs."""
 
-    def __init__(self, run: str, vertex: int, index: int):
-        self.run = run
-        self.vertex = vertex
-        self.index = index
+    def __init__(self, request: HostRequest):
+        self.run = request.run
+        self.vertex = request.vertex
+        self.index = request.index
+        self.location = request.location
         self.subtask: Subtask | None = None
         self.epoch: _Epoch | None = None
         self._gc_frozen = False
@@ -159,6 +160,7 @@ class SubtaskHost:
             state=state,
             operators=operator_states,
             restored=epoch.restored,
+            location=self.location,
             duration_ms=(time.perf_counter() - epoch.started) * 1000,
             consumed=epoch.consumed,
         )

@@ -56,6 +56,7 @@ def write_ack(work, vertex, index, attempt, consumed=None, state=None, **changes
         state=state,
         operators={},
         restored=False,
+        location="",
         duration_ms=1.0,
         consumed=consumed or {},
     )

@@ -8,6 +8,7 @@ from driver_parts import Passthrough
 from lockgate.datastream import StreamExecutionEnvironment
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.jobmaster.epoch_job import EpochJob, _ToConsumer
+from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE
 
 
@@ -38,7 +39,7 @@ def test_each_restore_is_carried_once_from_the_sources_by_the_first_input():
     restores = {
         v.id: [f"{v.head.uid}-{i}".encode() for i in range(v.parallelism)] for v in job.vertices
     }
-    bundles = EpochJob(None, job)._restore_bundles(restores)  # type: ignore[arg-type]
+    bundles = EpochJob(None, job, SubtaskPlacement())._restore_bundles(restores)  # type: ignore[arg-type]
     for vertex in job.vertices:
         assert [b[0] for b in bundles[vertex.id]] == restores[vertex.id]
     [source] = job.sources

@@ -82,6 +82,7 @@ def ack(vertex_id: int, index: int, epoch: int, **fields) -> SubtaskAck:
         "state": None,
         "records_in": 0,
         "restored": False,
+        "location": "",
         "duration_ms": 1.0,
         "consumed": {},
         **fields,

@@ -102,7 +102,7 @@ def test_tasks_that_start_the_same_host_at_once_share_one_host(run):
 
     assert errors == []
     assert len(set(pids)) == 1
-    assert hosts_of(run) == {protocol.socket_name(run, 3, 1)}
+    assert hosts_of(run) == {protocol.socket_name(protocol.HostRequest(run, 3, 1, ""))}
 
 
 def test_a_release_ends_every_host_of_the_run_and_no_other(run):
