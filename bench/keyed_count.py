@@ -56,9 +56,9 @@ run with the median record window: the first run after the session starts is oft
 
 With ``--peers``, the same job then runs once on each peer over the same events: Spark's
 ``transformWithStateInPandas`` with the RocksDB state store (``bench/peers/
-spark_tws_keyed_count.py``, in this session, micro-batches as large as lockgate's epochs:
-``--max-records-per-split`` x ``--source-parallelism`` events) and PyFlink in thread mode,
-else process mode (``bench/peers/pyflink_keyed_count.py``, in the interpreter named by
+spark_tws_keyed_count.py``, in this session, micro-batches as large as lockgate's largest
+epoch: ``--max-records-per-split`` x ``--source-parallelism`` events) and PyFlink in thread
+mode, else process mode (``bench/peers/pyflink_keyed_count.py``, in the interpreter named by
 ``--pyflink-python`` or ``$LOCKGATE_PYFLINK_PYTHON``); each prints
 ``keyed_count system=<name> events_per_s=<float>`` (``nan`` when it is not installed or
 failed) and the last line becomes

@@ -20,8 +20,9 @@ Parallelism 2 (``local[2]``). lockgate: ``FileSource.for_record_stream_format(te
 ``FileSink.for_row_format`` (SimpleStringEncoder, ``on_checkpoint_rolling_policy``; lockgate
 rolls part files at every epoch end anyway), checkpoints every 1 s
 (``--checkpoint-interval-ms``) in the mode measured, everything else lockgate's defaults:
-``lockgate.epoch.max-records-per-split`` 100k (an epoch reads every file found, up to that
-many lines of each), ``lockgate.source.idle-poll-ms`` 200 (the driver sleeps that long when
+epochs sized by ``lockgate.epoch.target-duration`` 1 s within
+``lockgate.epoch.max-records-per-split`` 1M (an epoch reads every file found, up to its
+share of lines of each), ``lockgate.source.idle-poll-ms`` 200 (the driver sleeps that long when
 no new file is there), heap state backend, checkpoints in the driver's memory. The discovery
 interval and the checkpoint interval have no default in lockgate or Flink (a monitoring
 source must be given one; without an interval there are no checkpoints, and exactly-once
@@ -425,7 +426,8 @@ def main(argv: list[str] | None = None) -> None:
         f"checkpoint_interval_ms={args.checkpoint_interval_ms} poll_ms={args.poll_ms} "
         f"parallelism={args.parallelism} "
         f"idle_poll_ms={options.CONTINUOUS_IDLE_POLL.default} "
-        f"max_records_per_split={options.EPOCH_MAX_RECORDS_PER_SPLIT.default}",
+        f"max_records_per_split={options.EPOCH_MAX_RECORDS_PER_SPLIT.default} "
+        f"epoch_target_ms={options.EPOCH_TARGET_DURATION.default}",
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="lockgate-bench-") as work_dir:

@@ -199,10 +199,19 @@ RUNTIME_MODE = ConfigOption(
 )
 EPOCH_MAX_RECORDS_PER_SPLIT = ConfigOption(
     "lockgate.epoch.max-records-per-split",
-    100_000,
+    1_000_000,
     _int_at_least(1),
     "a positive integer",
-    "Most records one source split contributes to one epoch.",
+    "Most records one source split contributes to one epoch (bounds an epoch's memory).",
+)
+EPOCH_TARGET_DURATION = ConfigOption(
+    "lockgate.epoch.target-duration",
+    1000,
+    _duration(0),
+    _DURATION_ALLOWED,
+    "Epochs are sized to take about this long (the first reads at most 100,000 records per "
+    "split; later ones at least 10,000); 0: every epoch reads up to "
+    "lockgate.epoch.max-records-per-split.",
 )
 WORK_DIR = ConfigOption(
     "lockgate.work-dir",
@@ -501,6 +510,7 @@ LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
     option.key: option
     for option in (
         EPOCH_MAX_RECORDS_PER_SPLIT,
+        EPOCH_TARGET_DURATION,
         EPOCH_HISTORY,
         WORK_DIR,
         PROGRESS,

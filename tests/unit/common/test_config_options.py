@@ -61,6 +61,8 @@ def test_non_lockgate_unknown_keys_are_accepted(key):
         ("lockgate.epoch.max-records-per-split", "ten", "a positive integer"),
         ("lockgate.epoch.max-records-per-split", "1.5", "a positive integer"),
         ("lockgate.epoch.max-records-per-split", "", "a positive integer"),
+        ("lockgate.epoch.target-duration", "-1 s", "a duration"),
+        ("lockgate.epoch.target-duration", "soon", "a duration"),
         ("parallelism.default", "-2", "a positive integer (or -1"),
         ("parallelism.default", "two", "a positive integer (or -1"),
         ("pipeline.max-parallelism", "0", "1..32768"),
@@ -110,7 +112,8 @@ def test_defaults_when_unset():
     assert options.PARALLELISM.read({}) == -1
     assert options.MAX_PARALLELISM.read({}) == -1
     assert options.RUNTIME_MODE.read({}) == "STREAMING"
-    assert options.EPOCH_MAX_RECORDS_PER_SPLIT.read({}) == 100_000
+    assert options.EPOCH_MAX_RECORDS_PER_SPLIT.read({}) == 1_000_000
+    assert options.EPOCH_TARGET_DURATION.read({}) == 1000
     assert options.PROGRESS.read({}) is False
 
 

@@ -1,23 +1,56 @@
 """How many records each source split may contribute to the next epoch.
 
-The configured cap (``lockgate.epoch.max-records-per-split``) holds unless an epoch ran past
-the checkpoint timeout: the cap is then halved, so that the epoch run again is smaller. It
-grows back, doubling, once epochs take less than a quarter of the timeout again; otherwise
-one slow moment would shrink every later epoch of a job that runs for a month.
+Two limits, the smaller of which holds:
+
+- **By time** (``lockgate.epoch.target-duration``): each epoch costs Spark a fixed
+  scheduling round, so epochs should be long enough to amortize it, and short enough that
+  results and checkpoints follow soon. The first epoch reads at most ``FIRST`` records per
+  split; after an epoch that read a full share on some split, or that ran past the target,
+  the share is scaled by target / duration, by at most ``STEP`` either way (one odd epoch
+  must not swing it far), and never below ``FLOOR``. An epoch that rebuilt subtasks (a
+  job's first, a restore) says nothing of the steady rate and is left out. Without a
+  target every epoch reads up to the configured maximum.
+- **By checkpoint timeouts**: an epoch that ran past the checkpoint timeout halves the
+  limit, so that the epoch run again is smaller. It grows back, doubling, once epochs take
+  less than a quarter of the timeout again; otherwise one slow moment would shrink every
+  later epoch of a job that runs for a month.
+
+Both stay within ``lockgate.epoch.max-records-per-split``, which bounds an epoch's memory.
 """
 
 from __future__ import annotations
 
+FIRST = 100_000
+FLOOR = 10_000
+STEP = 4.0
+
 
 class EpochCap:
-    def __init__(self, configured: int):
+    def __init__(self, configured: int, target_s: float | None):
         self.configured = configured
-        self.value = configured
+        self.target_s = target_s
+        self.by_time = min(configured, FIRST) if target_s else configured
+        self.by_timeout = configured
+
+    @property
+    def value(self) -> int:
+        return min(self.by_time, self.by_timeout)
 
     def shrink(self) -> int:
-        self.value = max(1, self.value // 2)
+        self.by_timeout = max(1, self.value // 2)
         return self.value
 
-    def epoch_took(self, seconds: float, timeout_s: float | None) -> None:
-        if self.value < self.configured and (timeout_s is None or seconds < timeout_s / 4):
-            self.value = min(self.configured, self.value * 2)
+    def epoch_took(
+        self, seconds: float, timeout_s: float | None, records_per_split: int, warm: bool
+    ) -> None:
+        """After an epoch that took ``seconds`` and whose busiest split read
+        ``records_per_split`` records; ``warm``: it rebuilt no subtask."""
+        if self.by_timeout < self.configured and (timeout_s is None or seconds < timeout_s / 4):
+            self.by_timeout = min(self.configured, self.by_timeout * 2)
+        if self.target_s is None or not warm or seconds <= 0:
+            return
+        if records_per_split < self.value and seconds <= self.target_s:
+            return  # the input ran out before the share: no news on how much fits
+        wanted = records_per_split * self.target_s / seconds
+        wanted = min(max(wanted, self.by_time / STEP), self.by_time * STEP)
+        self.by_time = max(min(self.configured, FLOOR), min(self.configured, int(wanted)))

@@ -58,7 +58,7 @@ class JobMaster:
             settings.job_id, settings.job_name, deque(maxlen=settings.epoch_history)
         )
         self.work = Storage(settings.work_dir)
-        self.epoch_cap = EpochCap(settings.max_records_per_split)
+        self.epoch_cap = EpochCap(settings.max_records_per_split, settings.epoch_target_s)
         self.progress = EpochProgress(settings.job_name) if settings.progress else None
         job_root = Storage(settings.checkpoint_dir) if settings.checkpoint_dir else None
         self.job_root = job_root
@@ -182,8 +182,13 @@ class JobMaster:
             return None
         except SPARK_JOB_FAILURES as exc:  # a task failed past Spark's retries, or Spark did
             raise job_failure(exc, plan.epoch) from exc
-        self.epoch_cap.epoch_took(time.perf_counter() - started, timeout)
         acks = self._accepted_acks(plan, output.attempts)
+        self.epoch_cap.epoch_took(
+            time.perf_counter() - started,
+            timeout,
+            _records_per_split(plan, acks),
+            warm=not any(ack.restored for ack in acks),
+        )
         self.state.apply_acks(plan.epoch, acks)
         self.placement.record(acks)
         for ack in acks:
@@ -252,3 +257,14 @@ class JobMaster:
             return
         for directory in keyed_state.job_local_dirs():
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def _records_per_split(plan: EpochPlan, acks: list[SubtaskAck]) -> int:
+    """The most records a source split read in the epoch: per source subtask, its records
+    over the splits it was assigned."""
+    most = 0
+    for ack in acks:
+        assigned = plan.assignments.get(ack.vertex, {}).get(ack.subtask)
+        if assigned:
+            most = max(most, ack.records_in // len(assigned))
+    return most

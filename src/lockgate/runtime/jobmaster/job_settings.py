@@ -43,6 +43,7 @@ class JobSettings:
     checkpoint_history: int
     epoch_history: int
     max_records_per_split: int
+    epoch_target_s: float | None  # None: epochs sized by records only
     idle_poll_s: float
     progress: bool
     restart: RestartStrategy  # counts this job's failures: one per job execution
@@ -73,6 +74,7 @@ class JobSettings:
             checkpoint_history=options.CHECKPOINT_HISTORY.read(config),
             epoch_history=options.EPOCH_HISTORY.read(config),
             max_records_per_split=options.EPOCH_MAX_RECORDS_PER_SPLIT.read(config),
+            epoch_target_s=(options.EPOCH_TARGET_DURATION.read(config) / 1000) or None,
             idle_poll_s=options.CONTINUOUS_IDLE_POLL.read(config) / 1000,
             progress=options.PROGRESS.read(config),
             restart=restart_strategy(config, checkpoint.enabled),
