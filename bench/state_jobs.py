@@ -188,6 +188,8 @@ def state_job(
     config.set_integer(options.EPOCH_HISTORY.key, 1_000_000)
     config.set_integer(options.CHECKPOINT_HISTORY.key, 1_000_000)
     config.set_integer(options.EPOCH_MAX_RECORDS_PER_SPLIT.key, max_records_per_split)
+    # The source's epochs (load, then touch) are planned by records: no sizing by time
+    config.set_string(options.EPOCH_TARGET_DURATION.key, "0")
     for key, value in (settings or {}).items():
         config.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(spark)
