@@ -400,7 +400,7 @@ ROCKSDB_COMPACTION_STYLE = ConfigOption(
 )
 SHUFFLE_BATCH_MAX_RECORDS = ConfigOption(
     "lockgate.shuffle.batch.max-records",
-    2048,
+    8192,
     _int_at_least(1),
     "a positive integer",
     "Most records in one batch that a subtask hands to Spark's shuffle for one target subtask.",

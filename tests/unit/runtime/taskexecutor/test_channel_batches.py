@@ -175,7 +175,7 @@ def bounds_of(config: dict[str, str]) -> BatchBounds:
 
 
 def test_bounds_come_from_the_configuration():
-    assert bounds_of({}) == BatchBounds(records=2048, bytes=1 << 20)
+    assert bounds_of({}) == BatchBounds(records=8192, bytes=1 << 20)
     configured = bounds_of(
         {"lockgate.shuffle.batch.max-records": "100", "lockgate.shuffle.batch.max-size": "64kb"}
     )
