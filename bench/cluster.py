@@ -268,14 +268,7 @@ class Drivers:
 def start_cluster(base: Path) -> StandaloneCluster:
     cluster = StandaloneCluster(base)
     started = time.monotonic()
-    try:
-        cluster.start_master()
-        for name, host in WORKERS.items():
-            cluster.start_worker(name, host)
-        cluster.wait_ready()
-    except BaseException:
-        cluster.stop()
-        raise
+    cluster.start(WORKERS)
     print(
         f"standalone cluster up in {time.monotonic() - started:.1f} s: {cluster.url}, workers "
         + ", ".join(f"{name} on {host} (1 core)" for name, host in WORKERS.items()),

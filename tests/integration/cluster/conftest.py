@@ -16,11 +16,8 @@ from standalone import StandaloneCluster
 def standalone(tmp_path_factory):
     cluster = StandaloneCluster(tmp_path_factory.mktemp("standalone"))
     started = time.monotonic()
+    cluster.start(WORKERS)
     try:
-        cluster.start_master()
-        for name, host in WORKERS.items():
-            cluster.start_worker(name, host)
-        cluster.wait_ready()
         print(f"\nstandalone cluster up in {time.monotonic() - started:.1f} s: {cluster.url}")
         yield cluster
     finally:

@@ -97,6 +97,18 @@ class StandaloneCluster:
         args += ["--port", str(port), "--webui-port", str(self.webui_port)]
         self.master = self._spawn("master", args, port, None, "127.0.0.1")
 
+    def start(self, workers: dict[str, str]) -> None:
+        """The master and ``workers`` (name -> host), once every worker has registered;
+        nothing left running if that fails."""
+        try:
+            self.start_master()
+            for name, host in workers.items():
+                self.start_worker(name, host)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
     def start_worker(self, name: str, host: str, wrap: list[str] | None = None) -> Daemon:
         """A Worker with one core on Spark host ``host`` (a loopback address); ``wrap`` runs
         it inside another command (a namespace)."""
