@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,54 @@ def test_failing_keyed_process_function_names_its_subtask(make_env, tmp_path):
     assert re.search(r"epoch\D{0,3}3\b", message), message  # record 47 of 20 per epoch
     assert "('acct-5', 5, 47)" in message
     assert "amount rejected for acct-5" in message
+
+
+class EmitsALock(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value[0], threading.Lock()
+
+
+class Forward(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+
+def test_an_output_that_cannot_be_pickled_names_the_operator_that_emitted_it(make_env):
+    """Outputs go on as they are yielded; one that cannot cross the shuffle fails the
+    operator that emitted it, on the record it was processing."""
+    env = make_env(parallelism=2)
+    stream = (
+        env.from_collection([("acct-1", 1), ("acct-2", 2)])
+        .key_by(lambda r: r[0])
+        .process(EmitsALock())
+        .name("emits-a-lock")
+        .key_by(lambda r: r[0])
+        .map(lambda r: r[0])
+    )
+    with pytest.raises(JobExecutionError) as failure:
+        collect(stream)
+    message = str(failure.value)
+    assert "emits-a-lock" in message, message
+    assert "failed on record ('acct-" in message, message
+    assert "cannot pickle '_thread.lock' object" in message, message
+
+
+def test_a_chained_operator_s_failure_names_that_operator_not_the_one_before(make_env):
+    env = make_env(parallelism=1)
+    stream = (
+        env.from_collection([("acct-1", "7"), ("acct-2", "x")])
+        .key_by(lambda r: r[0])
+        .process(Forward())
+        .name("forward")
+        .map(lambda r: int(r[1]))
+        .name("parse-amount")
+    )
+    with pytest.raises(JobExecutionError) as failure:
+        collect(stream)
+    message = str(failure.value)
+    assert "operator 'parse-amount'" in message, message
+    assert "failed on record ('acct-2', 'x')" in message, message
+    assert "forward" not in message, message
 
 
 class FailingOpen(KeyedProcessFunction):

@@ -165,13 +165,14 @@ class FlatMapOperator(Operator):
         self.fn = resolve_callable(function, "flat_map", "FlatMapFunction")
 
     def process(self, value: Any) -> None:
+        emit = self.emit
         try:
-            outs = list(self.fn(value))
+            for out in self.fn(value):
+                emit(out)
+        except UserFunctionError:
+            raise  # a chained operator's, attributed where it failed
         except Exception as exc:
             raise self.failure(exc, value) from exc
-        emit = self.emit
-        for out in outs:
-            emit(out)
 
 
 class FilterOperator(Operator):
@@ -197,14 +198,16 @@ class ProcessOperator(Operator):
         self.process_ctx = ProcessContext()
 
     def process(self, value: Any) -> None:
+        emit = self.emit
         try:
             result = self.fn(value, self.process_ctx)
-            outs = list(result) if result is not None else ()
+            if result is not None:
+                for out in result:
+                    emit(out)
+        except UserFunctionError:
+            raise  # a chained operator's, attributed where it failed
         except Exception as exc:
             raise self.failure(exc, value) from exc
-        emit = self.emit
-        for out in outs:
-            emit(out)
 
 
 # Keyed operators: their input records are (key group, key, value) -------------------------
@@ -252,22 +255,26 @@ class KeyedProcessOperator(Operator):
                 key_ctx.key = key_fn(value)
                 key_ctx.group = key_group
                 result = fn(value, process_ctx)
-                outs = list(result) if result is not None else ()
+                if result is not None:
+                    for out in result:
+                        emit(out)
+            except UserFunctionError:
+                raise  # a chained operator's, attributed where it failed
             except Exception as exc:
                 raise self.failure(exc, value) from exc
-            for out in outs:
-                emit(out)
 
     def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         self.set_key(key_group, key)
+        emit = self.emit
         try:
             result = self.fn(value, self.process_ctx)
-            outs = list(result) if result is not None else ()
+            if result is not None:
+                for out in result:
+                    emit(out)
+        except UserFunctionError:
+            raise  # a chained operator's, attributed where it failed
         except Exception as exc:
             raise self.failure(exc, value) from exc
-        emit = self.emit
-        for out in outs:
-            emit(out)
 
 
 class ReduceOperator(Operator):
