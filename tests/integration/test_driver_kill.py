@@ -18,24 +18,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 from driver_kill_job import MAX_RECORDS, PER_SPLIT, reference
+from exactly_once_job import committed_lines
 
 SCRIPT = Path(__file__).with_name("driver_kill_job.py")
 START_TIMEOUT_S = 120  # until two checkpoints exist
 RUN_TIMEOUT_S = 180
-
-
-def committed_lines(out: Path) -> Counter:
-    return Counter(
-        line
-        for part in sorted(out.rglob("*"))
-        if part.is_file() and not part.name.startswith(".")
-        for line in part.read_text().splitlines()
-    )
 
 
 def completed_checkpoints(job_dir: Path) -> list[Path]:

@@ -10,29 +10,20 @@ import json
 import os
 import signal
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 from cluster_job import MAX_RECORDS, reference
 from cluster_support import job_spec, run_job
+from exactly_once_job import committed_lines
+from lockgate_it_support import BACKENDS
 from standalone import executor_pid
 
 pytestmark = pytest.mark.cluster  # make cluster; not in make test
 
-BACKENDS = pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 STALL = (0, 2 * MAX_RECORDS + 7)  # a record of epoch 3, in source subtask 0
 STALL_EPOCH = STALL[1] // MAX_RECORDS + 1
 STALL_TIMEOUT_S = 180
-
-
-def committed_lines(out: Path) -> Counter:
-    return Counter(
-        line
-        for part in sorted(out.rglob("*"))
-        if part.is_file() and not part.name.startswith(".")
-        for line in part.read_text().splitlines()
-    )
 
 
 def assert_exactly_once(out: Path) -> None:
@@ -80,8 +71,8 @@ def test_results_equal_the_reference_with_the_master_from_spark_defaults(
     assert_exactly_once(tmp_path / "out")
     assert [restored for epoch, restored in result["epochs"] if epoch >= 3] == [0] * 8, result
     builds = markers_of(tmp_path / "markers", "open")
-    hosts_used = {executor for *_, executor, _ in builds}
-    assert len(hosts_used) == 2, builds  # the subtasks did spread over both executors
+    executors = {executor for *_, executor, _ in builds}
+    assert len(executors) == 2, builds  # the subtasks did spread over both executors
 
 
 def markers_of(markers: Path, kind: str) -> list[tuple]:

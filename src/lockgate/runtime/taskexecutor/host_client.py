@@ -97,13 +97,11 @@ def _start_host(request: HostRequest) -> None:
     """Have this executor's task manager start the subtask's host (the task manager first,
     if the executor has none yet)."""
     daemon_pid = os.getppid()  # the executor's Python daemon forked this worker
-    name = protocol.task_manager_name(daemon_pid)
-    manager = _connect(name)
-    if manager is None:
-        _start_task_manager(daemon_pid)
-        manager = _connect(name)
-    if manager is None:
-        raise RuntimeError("the task manager of this executor started but cannot be reached")
+    manager = _connect_starting(
+        protocol.task_manager_name(daemon_pid),
+        lambda: _start_task_manager(daemon_pid),
+        "the task manager of this executor",
+    )
     with manager:
         manager.settimeout(START_TIMEOUT_S)
         protocol.send_record(manager, protocol.SPAWN, request)
@@ -126,16 +124,21 @@ def _start_host(request: HostRequest) -> None:
 def connect_host(run: str, vertex: int, index: int) -> socket.socket:
     """A connection to the subtask's host on this Spark host, started if there is none."""
     request = HostRequest(run, vertex, index, spark_host())
-    name = protocol.socket_name(request)
+    return _connect_starting(
+        protocol.socket_name(request),
+        lambda: _start_host(request),
+        f"the host of subtask {index} of task {vertex} (run {run})",
+    )
+
+
+def _connect_starting(name: str, start: Callable[[], None], what: str) -> socket.socket:
+    """A connection to the socket ``name``, after ``start()`` if nothing listens there."""
     sock = _connect(name)
     if sock is None:
-        _start_host(request)
+        start()
         sock = _connect(name)
     if sock is None:
-        raise RuntimeError(
-            f"the host of subtask {index} of task {vertex} (run {run}) started but cannot "
-            "be reached"
-        )
+        raise RuntimeError(f"{what} started but cannot be reached")
     return sock
 
 
