@@ -29,21 +29,34 @@ BACKENDS_AND_INCREMENTAL = pytest.mark.parametrize(
 
 
 class SparkJobCounter:
-    """Counts the epochs' Spark jobs started since it was created: not the storage check's
+    """Counts the epochs started since it was created, by their Spark job groups (an epoch's
+    jobs share one: its source stages submitted ahead and its job): not the storage check's
     job before a job's first epoch, nor the jobs that release the subtasks of a cancelled or
     failed run."""
 
     def __init__(self, spark: Any):
         self._tracker = spark.sparkContext.statusTracker()
-        self._before = self._ids()
+        self._store = spark.sparkContext._jsc.sc().statusStore()
+        self._groups_of: dict[int, str] = {}
+        self._before = self._groups()
         self._checks_before = self._checks()
 
     def _checks(self) -> set[int]:
         return set(self._tracker.getJobIdsForGroup(STORAGE_CHECK_GROUP))
 
-    def _ids(self) -> set[int]:
-        other = self._checks() | set(self._tracker.getJobIdsForGroup(RELEASE_GROUP))
-        return {job_id for job_id in self._all_ids() if job_id not in other}
+    def _groups(self) -> set[str]:
+        """The job groups of the epochs' jobs Spark remembers."""
+        return {
+            group
+            for group in map(self._group, self._all_ids())
+            if group not in (STORAGE_CHECK_GROUP, RELEASE_GROUP)
+        }
+
+    def _group(self, job_id: int) -> str:
+        if job_id not in self._groups_of:
+            group = self._store.job(job_id).jobGroup()
+            self._groups_of[job_id] = group.get() if group.isDefined() else f"job {job_id}"
+        return self._groups_of[job_id]
 
     def _all_ids(self) -> list[int]:
         """Ids of the jobs Spark remembers, whatever their job group: ids are sequential."""
@@ -60,14 +73,19 @@ class SparkJobCounter:
 
     def started(self) -> list[int]:
         """Ids of the epochs' jobs started since creation, in order."""
-        return sorted(self._ids() - self._before)
+        return sorted(
+            job_id
+            for job_id in self._all_ids()
+            if self._group(job_id) not in (STORAGE_CHECK_GROUP, RELEASE_GROUP)
+            and self._group(job_id) not in self._before
+        )
 
     def count(self, at_least: int = 0, settle_s: float = 3.0) -> int:
-        """Jobs started since creation. Job events reach the tracker asynchronously, so wait
-        (up to ``settle_s``) until at least ``at_least`` are visible."""
+        """Epochs started since creation. Job events reach the tracker asynchronously, so
+        wait (up to ``settle_s``) until at least ``at_least`` are visible."""
         deadline = time.monotonic() + settle_s
         while True:
-            started = len(self._ids() - self._before)
+            started = len(self._groups() - self._before)
             if started >= at_least or time.monotonic() > deadline:
                 return started
             time.sleep(0.05)

@@ -700,28 +700,26 @@ def test_damaged_latest_checkpoint_in_run_restores_the_previous_one(make_env, tm
     """In-run recovery reads the latest checkpoint's _metadata; a damaged one is skipped."""
     checkpoints = tmp_path / "checkpoints"
 
-    class TruncateLatest(MapFunction):
-        def __init__(self, checkpoints: Path, record):
-            self.checkpoints = str(checkpoints)
-            self.record = tuple(record)
+    class TruncateLatest(Trap):
+        """Damages chk-3, then fails the task (twice: Spark's retry too). A trap of the
+        counting function, which runs after the checkpoint of the epoch before (a source
+        task's map may run ahead of it)."""
 
-        def map(self, value):
+        def __init__(self, checkpoints: Path, record, marker_dir: Path):
+            super().__init__(record, marker_dir, times=2)
+            self.checkpoints = str(checkpoints)
+
+        def __call__(self, value):
             if tuple(value) == self.record:
                 latest = sorted(Path(self.checkpoints).glob("*/chk-*"), key=lambda p: p.name)
                 metadata = latest[-1] / "_metadata"
                 if latest[-1].name == "chk-3" and metadata.stat().st_size > 20:
                     truncate(metadata)
-            return value
+            super().__call__(value)
 
-    env = checkpointed_env(
-        make_env,
-        checkpoints,
-        1,
-        settings={"lockgate.testing.inject-failure": "after-snapshot-before-ack@4"},
-        retained=2,
-    )
-    observer = TruncateLatest(checkpoints, record_in_epoch(4, offset=0))
-    build_job(env, tmp_path / "out", 1, observer=observer)
+    env = checkpointed_env(make_env, checkpoints, 1, retained=2)
+    trap = TruncateLatest(checkpoints, record_in_epoch(4, offset=0), tmp_path / "markers")
+    build_job(env, tmp_path / "out", 1, trap)
     with caplog.at_level(logging.WARNING, logger="lockgate"):
         result = env.execute("damaged in run")
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

@@ -33,13 +33,13 @@ def test_big_records_through_a_key_by_with_a_small_byte_bound(make_env, monkeypa
     rng.shuffle(sizes)
     records = [(f"k{n % 5}", rng.randbytes(size)) for n, size in enumerate(sizes)]
     tasks = []
-    run = EpochJob.run
+    start = EpochJob.start
 
-    def recording_run(self, run_id, epoch_tasks, *args, **kwargs):
-        tasks.extend(epoch_tasks.values())
-        return run(self, run_id, epoch_tasks, *args, **kwargs)
+    def recording_start(self, plan, *args, **kwargs):
+        tasks.extend(plan.tasks.values())
+        return start(self, plan, *args, **kwargs)
 
-    monkeypatch.setattr(EpochJob, "run", recording_run)
+    monkeypatch.setattr(EpochJob, "start", recording_start)
     env = make_env(parallelism=2, max_records_per_split=15)
     env.configure(Configuration().set_string("lockgate.shuffle.batch.max-size", "512kb"))
 

@@ -3,6 +3,7 @@ one enumerator that plans, acknowledges and checkpoints them."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,16 @@ class OffsetSplitEnumerator(SplitEnumerator):
             self.positions[split] >= end or any(a.last for a in self._planned.get(int(split), ()))
             for split, end in self.ends.items()
         )
+
+    def ahead(self) -> OffsetSplitEnumerator:
+        # A reader of an offset range reads it whole: the planned stop is where it stops.
+        twin = copy.copy(self)  # shares the immutable starts, ends and a collection's records
+        twin.positions = dict(self.positions)
+        for assignments in self._planned.values():
+            for assignment in assignments:
+                twin.positions[assignment.split] = assignment.start + assignment.max_records
+        twin._planned = {}
+        return twin
 
     def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
         for split, report in progress.items():

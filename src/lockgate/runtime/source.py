@@ -109,6 +109,13 @@ class SplitEnumerator(ABC):
         """Whether the epoch just planned reads everything that is left, as far as known."""
         return False
 
+    def ahead(self) -> SplitEnumerator | None:
+        """A copy of this enumerator where the epoch just planned will leave it, to plan the
+        epoch after it before this one completes; None when a reader's stop is not known in
+        advance (a file's lines, a socket). The copy stands in for this enumerator only if
+        the epoch's acknowledgements bring this one to the same ``snapshot()``."""
+        return None
+
     @abstractmethod
     def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
         """Positions the readers reached in the epoch that completed."""

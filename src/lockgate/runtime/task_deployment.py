@@ -2,9 +2,9 @@
 and the task's restore), as typed JSON records.
 
 The descriptor is the same for every subtask of a task and travels with the task's
-function. Each subtask's ``SubtaskRestore`` travels as its partition's data, so a task
-decodes only its own (with every subtask's in the closure, the bytes a stage ships grow
-with the square of its parallelism).
+function. A source subtask's ``SubtaskRestore`` travels as its partition's data; the
+restores of a task after a shuffle travel together with its function (see ``EpochTask``);
+either way a task decodes only its own.
 """
 
 from __future__ import annotations

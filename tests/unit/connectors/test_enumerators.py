@@ -179,6 +179,29 @@ def test_a_damaged_collection_snapshot_names_where_and_what(snapshot, message):
     assert str(info.value).startswith(WHERE)
 
 
+def test_a_collection_plans_the_epoch_after_the_one_it_planned():
+    source = CollectionSource(list(range(25)))
+    enumerator = source.create_enumerator(2)
+    enumerator.plan(5)
+    twin = enumerator.ahead()
+    assert twin.snapshot() == OffsetSplitsState({"0": 5, "1": 17}).to_json()
+    assert enumerator.snapshot() == OffsetSplitsState({"0": 0, "1": 12}).to_json()
+    ahead = twin.plan(10)
+    assert {i: [(a.start, a.max_records, a.last) for a in s] for i, s in ahead.items()} == {
+        0: [(5, 7, True)],
+        1: [(17, 8, True)],
+    }
+    assert twin.will_finish() and not enumerator.will_finish()
+    run_epoch(source, enumerator, 5)  # the epoch, read and acknowledged
+    assert enumerator.snapshot() == OffsetSplitsState({"0": 5, "1": 17}).to_json()
+
+
+def test_a_file_source_cannot_plan_ahead(files):
+    enumerator = TextLineFileSource([str(files)]).create_enumerator(1)
+    enumerator.plan(10)
+    assert enumerator.ahead() is None  # how many bytes 10 lines are is known when read
+
+
 def test_the_collection_source_does_not_ship_its_records():
     assert CollectionSource([1, 2, 3]).__getstate__() == {"collection": None}
 

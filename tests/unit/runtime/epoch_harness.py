@@ -32,7 +32,7 @@ from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.task_deployment import BatchBounds, TaskDeploymentDescriptor
 from lockgate.runtime.taskexecutor import epoch_task
-from lockgate.runtime.taskexecutor.epoch_task import RESTORE_EDGE, EpochTask, source_input
+from lockgate.runtime.taskexecutor.epoch_task import EpochTask, source_input
 from lockgate.runtime.taskexecutor.host_protocol import EpochStart, HostRequest
 from lockgate.runtime.taskexecutor.subtask_host import Output, SubtaskHost
 from lockgate.state import manifests
@@ -270,13 +270,12 @@ class Cluster:
             keyed_state=self.settings(host),
             batch_bounds=self.batch_bounds,
         )
-        task = EpochTask(descriptor, self.graph)
         [restore] = self.state.restore_for(vertex, self.run_id)
-        bundle = (restore.encode(), [])
         if vertex.is_source:
-            items = [(bundle, items)]
+            task = EpochTask(descriptor, self.graph, None)
+            items = [(restore.encode(), items)]
         else:
-            items = [(0, (RESTORE_EDGE, vertex.id, "", 0, bundle)), *items]
+            task = EpochTask(descriptor, self.graph, [restore.encode()])
         attempt_id = next(_attempt_ids)
         _TaskContext.current = FakeTaskContext(attempt_number, attempt_id)
         Hosts.current = self.workers.setdefault(worker, Hosts())

@@ -68,6 +68,30 @@ class AckCollector:
                 acks.append(ack)
         return [ack for acks in reversed(by_vertex) for ack in acks]
 
+    def sole(self, vertices: list[Any], run: str) -> dict[tuple[int, int], SubtaskAck] | None:
+        """The acks of ``vertices``' subtasks while the epoch still runs, once their stage is
+        done: None unless every subtask wrote exactly one (of several, the epoch may rest on
+        any; a stage that is done has the ack of each attempt whose output it registered)."""
+        wanted = {vertex.id for vertex in vertices}
+        found: dict[tuple[int, int], SubtaskAck] = {}
+        for name in self.work.list(self.ack_dir):
+            vertex_id, _, rest = name.partition("-")
+            index, _, _ = rest.partition("-")
+            if name.startswith(".") or not vertex_id.isdigit() or int(vertex_id) not in wanted:
+                continue
+            key = (int(vertex_id), int(index))
+            if key in found:
+                return None
+            path = f"{self.ack_dir}/{name}"
+            ack = self._read(path)
+            try:
+                ack.check(key[0], key[1], self.epoch, run, self._where(path))
+            except RecordFormatError as exc:
+                raise JobExecutionError(str(exc)) from None
+            found[key] = ack
+        expected = sum(vertex.parallelism for vertex in vertices)
+        return found if len(found) == expected else None
+
     def discard_losers(self, needed_files: Callable[[], set[str]]) -> None:
         """Delete the state files that losing attempts wrote (their acks name them), unless
         something still needs them."""

@@ -13,6 +13,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pickle import loads
 from typing import Any
@@ -22,16 +23,11 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.rdd import RDD
 
+from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
-from lockgate.runtime.source import SplitAssignment, SplitEnumerator
-from lockgate.runtime.taskexecutor.epoch_task import (
-    PLACEMENT_MARKER,
-    RESTORE_EDGE,
-    EpochTask,
-    RestoreBundle,
-    source_input,
-)
+from lockgate.runtime.source import SplitEnumerator
+from lockgate.runtime.taskexecutor.epoch_task import PLACEMENT_MARKER, source_input
 from lockgate.runtime.taskexecutor.host_client import release_hosts
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 
@@ -68,18 +64,13 @@ def _to_driver(item: tuple[int, Any]) -> bool:
 
 
 class _ToConsumer:
-    """Keeps what a task sends one consumer: the items of its edges to it, and the
-    restores the task carries for it."""
+    """Keeps what a task sends one consumer: the items of its edges to it."""
 
-    def __init__(self, edge_ids: frozenset[int], consumer: int):
+    def __init__(self, edge_ids: frozenset[int]):
         self.edge_ids = edge_ids
-        self.consumer = consumer
 
     def __call__(self, item: tuple[int, Any]) -> bool:
-        if item[0] < 0:
-            return False
-        edge = item[1][0]
-        return edge in self.edge_ids or (edge == RESTORE_EDGE and item[1][1] == self.consumer)
+        return item[0] >= 0 and item[1][0] in self.edge_ids
 
 
 def reports_attempt(vertex: Any) -> bool:
@@ -99,102 +90,177 @@ def _collects(vertex: Any) -> bool:
     return any(getattr(node.operator, "kind", None) == "collect" for node in vertex.nodes)
 
 
+def pipelines(job: Any) -> bool:
+    """Whether the source tasks of an epoch can run before the epoch before it ends
+    (pipelined epochs): each feeds exactly one task through a shuffle, and runs no sink (a
+    sink's output must not run ahead of the checkpoint before it)."""
+    return all(
+        len({edge.target.id for edge in vertex.outputs}) == 1
+        and not any(node.transformation.kind == "sink" for node in vertex.nodes)
+        for vertex in job.sources
+    )
+
+
+@dataclass
+class SourceStages:
+    """The source tasks of one epoch, submitted as shuffle map stages ahead of the epoch's
+    Spark job, which then reads their shuffles (Spark runs a map stage once: the job waits
+    for it if it still runs, and skips it if it is done)."""
+
+    group: str  # the epoch's Spark job group: cancelling it cancels these stages too
+    description: str
+    rdds: dict[int, RDD]  # source task -> its RDD
+    shuffles: dict[tuple[int, int], RDD]  # (consumer, source task) -> the consumer's input
+    futures: list[Any]  # Spark's FutureAction of each map stage (py4j)
+
+
+class RunningEpoch:
+    """The Spark job of an epoch, collecting on the job's collector thread."""
+
+    def __init__(
+        self,
+        sc: SparkContext,
+        group: str,
+        description: str,
+        collecting: Future[list[Any]],
+        timeout_s: float | None,
+        persisted: list[RDD],
+    ):
+        self.sc = sc
+        self.group = group
+        self.description = description
+        self.collecting = collecting
+        self.persisted = persisted
+        self.timed_out = threading.Event()
+        self.timer: threading.Timer | None = None
+        if timeout_s is not None:
+            self.timer = threading.Timer(timeout_s, self._time_out)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _time_out(self) -> None:
+        self.timed_out.set()
+        self.sc.cancelJobGroup(self.group)
+
+    def result(self) -> EpochOutput:
+        """The records of collect sinks and the result attempts; ``EpochTimeout`` if the
+        timeout cancelled the job, Spark's error if it failed."""
+        try:
+            batches = self.collecting.result()
+        except BaseException as exc:
+            if self.timed_out.is_set():
+                raise EpochTimeout(self.description) from None
+            if not isinstance(exc, Exception):  # interrupted here: the job must not run on
+                self.sc.cancelJobGroup(self.group)
+            raise
+        finally:
+            if self.timer is not None:
+                self.timer.cancel()
+            for rdd in self.persisted:
+                rdd.unpersist(blocking=False)
+        output = EpochOutput([], {})
+        for tag, payload in batches:
+            if tag == ATTEMPT_TAG:
+                vertex_id, index, attempt = payload
+                output.attempts.setdefault((vertex_id, index), set()).add(attempt)
+            else:
+                output.collected.extend(loads(record) for record in loads(payload))
+        return output
+
+
 class EpochJob:
     def __init__(self, sc: SparkContext, job: Any, placement: SubtaskPlacement):
         self.sc = sc
         self.job = job
         self.placement = placement
         self.started_runs: set[str] = set()  # runs whose subtasks may live on executors
+        # Collects each epoch's job, so that the driver can plan the next epoch meanwhile
+        self.collector = ThreadPoolExecutor(1, thread_name_prefix="lockgate-epoch")
 
-    def run(
+    def close(self) -> None:
+        self.collector.shutdown(wait=False)
+
+    def submit_sources(
+        self, plan: EpochPlan, enumerators: dict[int, SplitEnumerator], description: str
+    ) -> SourceStages:
+        """Start the source tasks of ``plan`` (a job that ``pipelines``) as map stages."""
+        self.started_runs.add(plan.run)
+        group = f"lockgate-{uuid.uuid4().hex}"
+        self.sc.setJobGroup(group, description, interruptOnCancel=True)
+        stages = SourceStages(group, description, {}, {}, [])
+        jsc = self.sc._jsc.sc()
+        for vertex in self.job.sources:
+            rdd = self._source_rdd(vertex, plan, enumerators[vertex.id])
+            stages.rdds[vertex.id] = rdd
+            (consumer,) = {edge.target for edge in vertex.outputs}
+            shuffled = self._shuffle(consumer, vertex.id, rdd)
+            stages.shuffles[(consumer.id, vertex.id)] = shuffled
+            # the values of a ShuffledRDD, whose dependency is the shuffle (see partitionBy)
+            dependency = shuffled._jrdd.rdd().dependencies().head().rdd().dependencies().head()
+            stages.futures.append(jsc.submitMapStage(dependency))
+        return stages
+
+    def sources_failure(self, stages: SourceStages, wait: bool) -> Exception | None:
+        """How a map stage of ``stages`` failed (waiting for them to end, or looking only at
+        those that ended); None if none did."""
+        for future in stages.futures:
+            if not wait and not future.isCompleted():
+                continue
+            try:
+                future.get()
+            except SPARK_JOB_FAILURES as exc:
+                return exc
+        return None
+
+    def cancel(self, stages: SourceStages) -> None:
+        """Cancel source stages submitted ahead, and wait until Spark gave them up."""
+        self.sc.cancelJobGroup(stages.group)
+        self.sources_failure(stages, wait=True)
+
+    def start(
         self,
-        run: str,
-        tasks: dict[int, EpochTask],
-        plans: dict[int, dict[int, list[SplitAssignment]]],
+        plan: EpochPlan,
         enumerators: dict[int, SplitEnumerator],
-        restores: dict[int, list[bytes]],
         description: str,
         timeout_s: float | None = None,
-    ) -> EpochOutput:
-        """Run one epoch; returns the records of collect sinks and the result attempts.
-
-        ``plans`` holds, per source task and subtask, what it reads this epoch, as planned by
-        the task's enumerator in ``enumerators``, and ``restores`` each subtask's encoded
-        ``SubtaskRestore``.
-
-        An epoch still running after ``timeout_s`` is cancelled (``EpochTimeout``).
-        """
+        sources: SourceStages | None = None,
+    ) -> RunningEpoch:
+        """Start the Spark job of one epoch: its tasks (``plan.tasks``), the sources reading
+        ``plan.assignments`` as planned by ``enumerators``, or reusing ``sources`` submitted
+        ahead. An epoch still running after ``timeout_s`` is cancelled (``EpochTimeout``)."""
         sc = self.sc
-        self.started_runs.add(run)
-        rdds: dict[int, RDD] = {}
+        self.started_runs.add(plan.run)
+        rdds: dict[int, RDD] = dict(sources.rdds) if sources else {}
+        shuffles = sources.shuffles if sources else {}
         persisted: list[RDD] = []
         results: list[RDD] = []
-        bundles = self._restore_bundles(restores)
-        try:
-            for vertex in self.job.vertices:
-                task = tasks[vertex.id]
-                if vertex.is_source:
-                    # Partition i carries subtask i's restore bundle and assignments (a
-                    # collection source's records included): each task deserializes only
-                    # its own, and the task closure stays small (no per-epoch broadcast).
-                    plan = plans.get(vertex.id, {})
-                    enumerator = enumerators[vertex.id]
-                    parts = [
-                        (bundles[vertex.id][i], source_input(enumerator, plan.get(i, [])))
-                        for i in range(vertex.parallelism)
-                    ]
-                    places = self.placement.locations(vertex.id, vertex.parallelism)
-                    if places is None:
-                        base = sc.parallelize(parts, vertex.parallelism)
-                    else:
-                        base = located_rdd(sc, list(zip(parts, places, strict=True)))
-                else:
-                    base = self._located(vertex, self._shuffle_input(vertex, rdds))
-                rdd = base.mapPartitionsWithIndex(task)
-                consumers = {edge.target.id for edge in vertex.outputs}
-                collects = _collects(vertex)
-                if len(consumers) + int(collects) > 1:
-                    rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
-                    persisted.append(rdd)
-                rdds[vertex.id] = rdd
-                if not consumers:
-                    results.append(rdd)
-                elif collects:
-                    results.append(rdd.filter(_to_driver))
-            final = results[0] if len(results) == 1 else sc.union(results)
-            group = f"lockgate-{uuid.uuid4().hex}"
+        for vertex in self.job.vertices:
+            if vertex.id in rdds:
+                rdd = rdds[vertex.id]
+            elif vertex.is_source:
+                rdd = self._source_rdd(vertex, plan, enumerators[vertex.id])
+            else:
+                task_input = self._task_input(vertex, rdds, shuffles)
+                rdd = task_input.mapPartitionsWithIndex(plan.tasks[vertex.id])
+            consumers = {edge.target.id for edge in vertex.outputs}
+            collects = _collects(vertex)
+            if len(consumers) + int(collects) > 1:
+                rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(rdd)
+            rdds[vertex.id] = rdd
+            if not consumers:
+                results.append(rdd)
+            elif collects:
+                results.append(rdd.filter(_to_driver))
+        final = results[0] if len(results) == 1 else sc.union(results)
+        group = sources.group if sources else f"lockgate-{uuid.uuid4().hex}"
+
+        def collect() -> list[Any]:
             sc.setJobGroup(group, description, interruptOnCancel=True)
-            timer = None
-            timed_out = threading.Event()
-            if timeout_s is not None:
+            return final.collect()
 
-                def cancel() -> None:
-                    timed_out.set()
-                    sc.cancelJobGroup(group)
-
-                timer = threading.Timer(timeout_s, cancel)
-                timer.daemon = True
-                timer.start()
-            try:
-                batches = final.collect()
-            except Exception:
-                if timed_out.is_set():
-                    raise EpochTimeout(description) from None
-                raise
-            finally:
-                if timer is not None:
-                    timer.cancel()
-            output = EpochOutput([], {})
-            for tag, payload in batches:
-                if tag == ATTEMPT_TAG:
-                    vertex_id, index, attempt = payload
-                    output.attempts.setdefault((vertex_id, index), set()).add(attempt)
-                else:
-                    output.collected.extend(loads(record) for record in loads(payload))
-            return output
-        finally:
-            for rdd in persisted:
-                rdd.unpersist(blocking=False)
+        collecting = self.collector.submit(collect)
+        return RunningEpoch(sc, group, description, collecting, timeout_s, persisted)
 
     def release(self, run: str) -> None:
         """End ``run`` on every executor: its subtask hosts close their subtasks (user
@@ -214,52 +280,53 @@ class EpochJob:
         for problem in problems:
             log.warning("releasing run %s: %s", run, problem)
 
-    def _restore_bundles(self, restores: dict[int, list[bytes]]) -> dict[int, list[RestoreBundle]]:
-        """Each subtask's restore bundle (see ``RestoreBundle``): subtask j of a non-source
-        task gets its restore from subtask j % p of its first input's task, through the
-        shuffle between them, so restores travel from the sources hop by hop and every task
-        receives only its own (and those it forwards)."""
-        carried: dict[int, list[list[tuple[int, int, Any]]]] = {
-            v.id: [[] for _ in range(v.parallelism)] for v in self.job.vertices
-        }
-        bundles: dict[int, list[RestoreBundle]] = {}
-        for vertex in reversed(self.job.vertices):  # consumers before the tasks that carry
-            bundles[vertex.id] = list(zip(restores[vertex.id], carried[vertex.id], strict=True))
-            if not vertex.is_source:
-                carrier = vertex.inputs[0].source
-                for index, bundle in enumerate(bundles[vertex.id]):
-                    carried[carrier.id][index % carrier.parallelism].append(
-                        (vertex.id, index, bundle)
-                    )
-        return bundles
-
-    def _located(self, vertex: Any, shuffled: RDD) -> RDD:
-        """The shuffled input of a task, its partitions asking for their subtasks' places.
-
-        A shuffle's partition prefers the hosts that hold much of its map output, which
-        says nothing of where the subtask lives. A union of RDDs with one partitioner is
-        Spark's ``PartitionerAwareUnionRDD``, whose partition i prefers the host most of its
-        parents' partitions i prefer. The second parent is a marker shuffle whose map task i
-        ran at subtask i's place and sent one marker to partition i (the receiver drops it),
-        so partition i prefers that host; it is read twice so that it outvotes the data's
-        hosts.
-        """
+    def _source_rdd(self, vertex: Any, plan: EpochPlan, enumerator: SplitEnumerator) -> RDD:
+        # Partition i carries subtask i's restore and assignments (a collection source's
+        # records included): each task deserializes only its own, and the task closure
+        # stays small (no per-epoch broadcast).
+        assignments = plan.assignments.get(vertex.id, {})
+        parts = [
+            (plan.source_restores[vertex.id][i], source_input(enumerator, assignments.get(i, [])))
+            for i in range(vertex.parallelism)
+        ]
         places = self.placement.locations(vertex.id, vertex.parallelism)
         if places is None:
-            return shuffled
-        markers = [((index, PLACEMENT_MARKER), place) for index, place in enumerate(places)]
-        marker = located_rdd(self.sc, markers).partitionBy(vertex.parallelism, _target_partition)
-        return self.sc.union([shuffled, marker, marker])
+            base = self.sc.parallelize(parts, vertex.parallelism)
+        else:
+            base = located_rdd(self.sc, list(zip(parts, places, strict=True)))
+        return base.mapPartitionsWithIndex(plan.tasks[vertex.id])
 
-    def _shuffle_input(self, vertex: Any, rdds: dict[int, RDD]) -> RDD:
-        """The vertex's input channels (with the restores its first input carries)."""
-        inputs: list[RDD] = []
-        for source_id in dict.fromkeys(edge.source.id for edge in vertex.inputs):
-            source = self.job.vertex(source_id)
-            upstream = rdds[source_id]
-            own = frozenset(e.id for e in vertex.inputs if e.source.id == source_id)
-            if len(source.outputs) > len(own) or _collects(source):
-                upstream = upstream.filter(_ToConsumer(own, vertex.id))
-            inputs.append(upstream)
-        union = inputs[0] if len(inputs) == 1 else self.sc.union(inputs)
-        return union.partitionBy(vertex.parallelism, _target_partition)
+    def _shuffle(self, vertex: Any, source_id: int, upstream: RDD) -> RDD:
+        """The items of the edges from task ``source_id`` to ``vertex``, by subtask."""
+        source = self.job.vertex(source_id)
+        own = frozenset(e.id for e in vertex.inputs if e.source.id == source_id)
+        if len(source.outputs) > len(own) or _collects(source):
+            upstream = upstream.filter(_ToConsumer(own))
+        return upstream.partitionBy(vertex.parallelism, _target_partition)
+
+    def _task_input(
+        self, vertex: Any, rdds: dict[int, RDD], shuffles: dict[tuple[int, int], RDD]
+    ) -> RDD:
+        """The input of a task after a shuffle: per input task, the items of its edges to
+        this one, partitioned by subtask (taken from ``shuffles`` if submitted ahead).
+
+        A union of RDDs with one partitioner is Spark's ``PartitionerAwareUnionRDD``: its
+        partition i is the parents' partitions i, and prefers the host most of them prefer.
+        A shuffle's partition prefers the hosts that hold much of its map output, which says
+        nothing of where the subtask lives; so when placement applies, a marker shuffle whose
+        map task i ran at subtask i's place sends one marker to partition i (the receiver
+        drops it), and is read once more than there are data shuffles, to outvote them.
+        """
+        inputs = [
+            shuffles.get((vertex.id, source_id))
+            or self._shuffle(vertex, source_id, rdds[source_id])
+            for source_id in dict.fromkeys(edge.source.id for edge in vertex.inputs)
+        ]
+        places = self.placement.locations(vertex.id, vertex.parallelism)
+        if places is not None:
+            markers = [((index, PLACEMENT_MARKER), place) for index, place in enumerate(places)]
+            marker = located_rdd(self.sc, markers).partitionBy(
+                vertex.parallelism, _target_partition
+            )
+            inputs += [marker] * (len(inputs) + 1)
+        return inputs[0] if len(inputs) == 1 else self.sc.union(inputs)

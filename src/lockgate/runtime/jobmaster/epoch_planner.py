@@ -9,30 +9,20 @@ coordinator decides whether the epoch ends with a checkpoint.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.storage import Storage
+from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.epoch_job import reports_attempt
+from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
-from lockgate.runtime.source import SplitAssignment
-from lockgate.runtime.task_deployment import TaskDeploymentDescriptor, run_id
+from lockgate.runtime.source import SplitAssignment, SplitEnumerator
+from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor, run_id
 from lockgate.runtime.taskexecutor.epoch_task import EpochTask
-
-
-@dataclass(frozen=True)
-class EpochPlan:
-    epoch: int
-    run: str  # the job execution and restore generation the tasks belong to
-    ack_dir: str  # in the work directory: one acknowledgement per subtask attempt
-    end_of_input: bool  # the sources are read to their end after this epoch
-    checkpoint: bool  # the epoch ends with a checkpoint
-    tasks: dict[int, EpochTask]  # per task (vertex id)
-    assignments: dict[int, dict[int, list[SplitAssignment]]]  # source task -> subtask -> input
-    restores: dict[int, list[bytes]]  # task -> each subtask's encoded SubtaskRestore
 
 
 class EpochPlanner:
@@ -69,27 +59,117 @@ class EpochPlanner:
         checkpoint = self.coordinator.due(end_of_input)
         if checkpoint:
             self.coordinator.triggered()
-        epoch = state.epoch + 1
+        frame = self._frame(state.epoch + 1, generation, end_of_input, checkpoint, assignments)
+        restores = {
+            vertex.id: [restore.encode() for restore in state.restore_for(vertex, frame.run)]
+            for vertex in self.job.vertices
+        }
+        return self._with_tasks(frame, self.job.vertices, restores, state.committed_epoch, graph)
+
+    def plan_ahead(
+        self,
+        state: JobState,
+        after: EpochPlan,
+        twins: dict[int, SplitEnumerator],
+        acks: dict[tuple[int, int], SubtaskAck],
+        max_records: int,
+        graph: Any,
+    ) -> EpochPlan | None:
+        """The source tasks of the epoch after ``after``, which is running and whose source
+        subtasks acknowledged with ``acks`` (one each); ``twins`` are the enumerators as
+        ``after`` will leave them (``SplitEnumerator.ahead``). None when they have nothing
+        to read. The other tasks are added by ``complete`` once ``after`` is accepted."""
+        assignments = {vid: twin.plan(max_records) for vid, twin in twins.items()}
+        if not any(assignments.values()):
+            return None
+        end_of_input = all(t.is_finished() or t.will_finish() for t in twins.values())
+        # Whether the epoch ends with a checkpoint is decided by ``complete``, on the clock
+        # as for any epoch: the source tasks of a job that pipelines snapshot nothing of
+        # their own (no keyed state, no sink), so they need not know.
+        run = after.run
+        frame = self._frame(after.epoch + 1, after.generation, end_of_input, False, assignments)
+        restores = {
+            vertex.id: [
+                SubtaskRestore(
+                    vertex.id,
+                    index,
+                    run,
+                    attempt=acks[(vertex.id, index)].attempt,
+                    keyed=None,  # sources are not keyed
+                    operators=acks[(vertex.id, index)].operators,
+                    claimed=True,  # as after every epoch (JobState.apply_acks)
+                ).encode()
+                for index in range(vertex.parallelism)
+            ]
+            for vertex in self.job.sources
+        }
+        return self._with_tasks(frame, self.job.sources, restores, state.committed_epoch, graph)
+
+    def complete(self, ahead: EpochPlan, state: JobState, graph: Any) -> EpochPlan:
+        """An epoch planned ahead, with the tasks after its sources and its checkpoint
+        decision, now that the epoch before it is accepted into ``state``."""
+        checkpoint = self.coordinator.due(ahead.end_of_input)
+        if checkpoint:
+            self.coordinator.triggered()
+        ahead = replace(ahead, checkpoint=checkpoint)
+        others = [vertex for vertex in self.job.vertices if not vertex.is_source]
+        restores = {
+            vertex.id: [restore.encode() for restore in state.restore_for(vertex, ahead.run)]
+            for vertex in others
+        }
+        rest = self._with_tasks(ahead, others, restores, state.committed_epoch, graph)
+        return replace(ahead, tasks={**ahead.tasks, **rest.tasks})
+
+    def _frame(
+        self,
+        epoch: int,
+        generation: int,
+        end_of_input: bool,
+        checkpoint: bool,
+        assignments: dict[int, dict[int, list[SplitAssignment]]],
+    ) -> EpochPlan:
+        """An epoch's plan without tasks yet."""
         self.tries += 1
-        run = run_id(self.settings.job_id, generation)
         tag = f"e{epoch}-g{generation}t{self.tries}"
-        ack_dir = f"epochs/{tag}"
-        inject_ack = self.injector.take("after-snapshot-before-ack", epoch)
+        return EpochPlan(
+            epoch=epoch,
+            generation=generation,
+            run=run_id(self.settings.job_id, generation),
+            tag=tag,
+            ack_dir=f"epochs/{tag}",
+            end_of_input=end_of_input,
+            checkpoint=checkpoint,
+            inject_failure=self.injector.take("after-snapshot-before-ack", epoch),
+            tasks={},
+            assignments=assignments,
+            source_restores={},
+        )
+
+    def _with_tasks(
+        self,
+        frame: EpochPlan,
+        vertices: list[Any],
+        restores: dict[int, list[bytes]],
+        committed_epoch: int,
+        graph: Any,
+    ) -> EpochPlan:
+        """``frame`` with the tasks of ``vertices``, whose subtasks' restores are
+        ``restores``."""
         tasks = {
             vertex.id: EpochTask(
                 TaskDeploymentDescriptor(
                     vertex=vertex.id,
                     source=vertex.is_source,
-                    run=run,
-                    epoch=epoch,
-                    end_of_input=end_of_input,
-                    tag=tag,
-                    checkpoint=checkpoint,
-                    ack_dir=ack_dir,
-                    committed_epoch=state.committed_epoch,
+                    run=frame.run,
+                    epoch=frame.epoch,
+                    end_of_input=frame.end_of_input,
+                    tag=frame.tag,
+                    checkpoint=frame.checkpoint,
+                    ack_dir=frame.ack_dir,
+                    committed_epoch=committed_epoch,
                     commit_on_checkpoint=self.settings.checkpoint.commits_on_checkpoint,
                     reports_attempt=reports_attempt(vertex),
-                    inject_failure=inject_ack,
+                    inject_failure=frame.inject_failure,
                     work_url=self.work.url,
                     state_url=self.state_files.url,
                     staging_url=self.staging.url,
@@ -97,16 +177,12 @@ class EpochPlanner:
                     batch_bounds=self.settings.batch_bounds,
                 ),
                 graph,
+                None if vertex.is_source else restores[vertex.id],
             )
-            for vertex in self.job.vertices
+            for vertex in vertices
         }
-        restores = {
-            vertex.id: [restore.encode() for restore in state.restore_for(vertex, run)]
-            for vertex in self.job.vertices
-        }
-        return EpochPlan(
-            epoch, run, ack_dir, end_of_input, checkpoint, tasks, assignments, restores
-        )
+        source_restores = {v.id: restores[v.id] for v in vertices if v.is_source}
+        return replace(frame, tasks=tasks, source_restores=source_restores)
 
     def _idle_checkpoint_due(self, state: JobState) -> bool:
         """A checkpoint is due on the clock, input or not: an empty epoch then commits what

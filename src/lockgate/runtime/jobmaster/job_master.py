@@ -30,8 +30,15 @@ from lockgate.runtime.jobmaster.ack_collector import AckCollector
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
 from lockgate.runtime.jobmaster.epoch_cap import EpochCap
-from lockgate.runtime.jobmaster.epoch_job import SPARK_JOB_FAILURES, EpochJob, EpochTimeout
-from lockgate.runtime.jobmaster.epoch_planner import EpochPlan, EpochPlanner
+from lockgate.runtime.jobmaster.epoch_job import (
+    SPARK_JOB_FAILURES,
+    EpochJob,
+    EpochTimeout,
+    SourceStages,
+    pipelines,
+)
+from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
+from lockgate.runtime.jobmaster.epoch_planner import EpochPlanner
 from lockgate.runtime.jobmaster.failover import RECOVERABLE, Failover
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
@@ -39,6 +46,7 @@ from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.jobmaster.job_summary import EpochResult, EpochStats, JobSummary
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.jobmaster.progress import EpochProgress
+from lockgate.runtime.jobmaster.run_ahead import RunAhead
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
 from lockgate.runtime.jobmaster.storage_check import check_storage
@@ -74,6 +82,8 @@ class JobMaster:
         self._finished = False  # the last epoch read the sources to their end
         self.placement = SubtaskPlacement()
         self.spark_job = EpochJob(self.sc, job, self.placement)
+        self.pipelined = pipelines(job)
+        self._ahead: RunAhead | None = None  # the next epoch's sources, started early
         injector = FailureInjector(settings.injections)
         self.planner = EpochPlanner(
             job,
@@ -144,6 +154,11 @@ class JobMaster:
             status = "CANCELED"
             raise
         finally:
+            try:
+                self._drop_ahead()
+            except SPARK_JOB_FAILURES as exc:  # the session may be gone; the job's error matters
+                log.warning("could not cancel the next epoch's source stages: %s", exc)
+            self.spark_job.close()
             if status != "FINISHED":  # else every subtask closed at the end of its input
                 self._release_subtasks()
             self.summary.finished = time.monotonic()
@@ -160,28 +175,37 @@ class JobMaster:
     # One epoch -----------------------------------------------------------------------------
 
     def _next_epoch(self, spark_job: EpochJob, graph: Any) -> EpochResult | None:
-        plan = self.planner.plan(self.state, self.failover.generation, self.epoch_cap.value, graph)
+        plan, sources = self._take_ahead(graph)
+        ahead = sources is not None
+        if plan is None:
+            plan = self.planner.plan(
+                self.state, self.failover.generation, self.epoch_cap.value, graph
+            )
         if plan is None:
             self._cancelled.wait(self.settings.idle_poll_s)  # nothing new to read yet
             return None
         started = time.perf_counter()
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
+        description = f"lockgate {self.summary.job_name} epoch {plan.epoch}"
+        enumerators = self.state.enumerators
         try:
-            output = spark_job.run(
-                plan.run,
-                plan.tasks,
-                plan.assignments,
-                self.state.enumerators,
-                plan.restores,
-                f"lockgate {self.summary.job_name} epoch {plan.epoch}",
-                timeout,
-            )
+            if sources is None and self.pipelined:
+                sources = spark_job.submit_sources(plan, enumerators, description)
+            running = spark_job.start(plan, enumerators, description, timeout, sources)
+            if sources is not None and not plan.end_of_input and not self._cancelled.is_set():
+                self._ahead = self._run_ahead(plan, sources, graph)
+            output = running.result()
         except EpochTimeout:
+            self._drop_ahead()
             assert timeout is not None
             self._epoch_timed_out(plan.epoch, timeout, started)
             return None
         except SPARK_JOB_FAILURES as exc:  # a task failed past Spark's retries, or Spark did
+            self._drop_ahead()
             raise job_failure(exc, plan.epoch) from exc
+        except BaseException:
+            self._drop_ahead()
+            raise
         acks = self._accepted_acks(plan, output.attempts)
         self.epoch_cap.epoch_took(
             time.perf_counter() - started,
@@ -215,12 +239,61 @@ class JobMaster:
             sum(a.state.entries for a in acks if a.state),
             sum(a.restored for a in acks),
             checkpoint_id,
+            ahead,
         )
         self.summary.epochs.append(stats)
         if self.progress is not None:
             self.progress.report(stats)
         self._finished = plan.end_of_input
         return EpochResult(stats, self.results.take())
+
+    def _run_ahead(self, plan: EpochPlan, sources: SourceStages, graph: Any) -> RunAhead | None:
+        """Start the next epoch's source stages once ``plan``'s are done (pipelined epochs,
+        see ``run_ahead``); None when that cannot be: a source whose readers' stops are not
+        known in advance, a failed source stage, a subtask that acknowledged twice."""
+        twins = {vid: e.ahead() for vid, e in self.state.enumerators.items()}
+        if self.spark_job.sources_failure(sources, wait=True) is not None:
+            return None  # the epoch's job fails with it
+        collector = AckCollector(self.job, self.work, self.state_files, plan.ack_dir, plan.epoch)
+        acks = collector.sole(self.job.sources, plan.run)
+        ready = {vid: twin for vid, twin in twins.items() if twin is not None}
+        if acks is None or len(ready) < len(twins):
+            return None
+        ahead = self.planner.plan_ahead(self.state, plan, ready, acks, self.epoch_cap.value, graph)
+        if ahead is None:
+            return None
+        description = f"lockgate {self.summary.job_name} epoch {ahead.epoch}"
+        stages = self.spark_job.submit_sources(ahead, ready, description)
+        assumed = {key: ack.attempt for key, ack in acks.items()}
+        return RunAhead(ahead, ready, assumed, stages)
+
+    def _take_ahead(self, graph: Any) -> tuple[EpochPlan | None, SourceStages | None]:
+        """The epoch planned ahead, completed, if it rests on what the epoch before it turned
+        out to be; else (None, None) and it is dropped."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None, None
+        failure = self.spark_job.sources_failure(ahead.stages, wait=False)
+        if failure is not None:  # the epoch failed before it would have started
+            self._drop(ahead)
+            raise job_failure(failure, ahead.plan.epoch) from failure
+        mismatch = ahead.mismatch(self.state)
+        if mismatch is not None:
+            log.warning("epoch %d is planned again: %s", ahead.plan.epoch, mismatch)
+            self._drop(ahead)
+            return None, None
+        self.state.enumerators.update(ahead.twins)
+        return self.planner.complete(ahead.plan, self.state, graph), ahead.stages
+
+    def _drop_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            self._drop(ahead)
+
+    def _drop(self, ahead: RunAhead) -> None:
+        """Give up an epoch's source stages started ahead (the acks they wrote with them)."""
+        self.spark_job.cancel(ahead.stages)
+        self.work.remove(ahead.plan.ack_dir)
 
     def _epoch_timed_out(self, epoch: int, timeout: float, started: float) -> None:
         """The epoch runs again with fewer records, unless timeouts exceed the tolerance."""

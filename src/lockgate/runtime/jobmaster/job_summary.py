@@ -19,6 +19,7 @@ class EpochStats:
     state_entries: int
     restored_subtasks: int
     checkpoint_id: int | None = None
+    sources_ahead: bool = False  # its source tasks ran while the epoch before it did
 
 
 @dataclass

@@ -25,19 +25,10 @@ from lockgate.runtime.taskexecutor.host_protocol import EpochStart
 from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
 from lockgate.runtime.taskexecutor.subtask_host import Output
 
-# The edge id of the shuffle item that carries a non-source subtask's restore (real edges
-# have ids from 0): it sorts before every input channel.
-RESTORE_EDGE = -1
 # A shuffle item that only asks Spark to run the receiving task where its subtask lives
-# (see EpochJob._located); dropped on arrival
+# (see EpochJob._task_input); dropped on arrival
 PLACEMENT_EDGE = -2
 PLACEMENT_MARKER = (PLACEMENT_EDGE, -1, "", 0, None)
-
-# A subtask's restore bundle: its own encoded SubtaskRestore, and the bundles it forwards
-# to subtasks of the tasks it carries restores for, as (vertex, subtask, bundle). Restores
-# ride on the partitions and shuffles the epoch has anyway (see EpochJob): one more Spark
-# task to carry them would cost every epoch a scheduling round.
-RestoreBundle = tuple[bytes, list[tuple[int, int, Any]]]
 
 
 def source_input(
@@ -57,17 +48,22 @@ def source_input(
 class EpochTask:
     """The function Spark maps over the partitions of one task's stage in one epoch.
 
-    Partition i of a source task is ``(restore bundle, assignments)`` of subtask i; the
-    input of any other task holds one ``(RESTORE_EDGE, vertex, "", 0, restore bundle)``
-    item. A task first forwards the bundles it carries, as such items.
+    Partition i of a source task is ``(restore, assignments)`` of subtask i (``restore``:
+    its encoded ``SubtaskRestore``); any other task brings its subtasks' restores in
+    ``restores``, which Spark ships once per executor with the stage's function, and each
+    task decodes only its own. The restores of a task after a shuffle are not in its input
+    so that the stages before it can run before they are known (pipelined epochs).
 
     Output items are ``(target subtask, (edge, sender, attempt, sequence, pickled batch))``
     for the next stage's shuffle, and negative tags for the driver.
     """
 
-    def __init__(self, descriptor: TaskDeploymentDescriptor, graph: Any):
+    def __init__(
+        self, descriptor: TaskDeploymentDescriptor, graph: Any, restores: list[bytes] | None
+    ):
         self.descriptor = descriptor.encode()
         self.graph = graph  # a Spark broadcast of the cloudpickled job graph
+        self.restores = restores  # None for a source task
 
     def __call__(self, index: int, items: Iterable[Any]) -> Iterator[Any]:
         task = TaskDeploymentDescriptor.decode(self.descriptor)
@@ -76,9 +72,9 @@ class EpochTask:
         # Unique in the application (a resubmitted stage counts attempts from 0 again): names
         # this attempt's state files and the version of the subtask it leaves behind
         version = f"{task.tag}a{context.taskAttemptId() if context is not None else 0}"
-        (restore, carried), inputs = _split_input(items, task.source)
-        for vertex, target, bundle in carried:
-            yield target, (RESTORE_EDGE, vertex, "", 0, bundle)
+        restore, inputs = _split_input(items, task.source)
+        if self.restores is not None:
+            restore = self.restores[index]
         host = open_session(task.run, task.vertex, index)
         try:
             start = EpochStart(
@@ -124,18 +120,14 @@ def _spark_items(outputs: Iterable[Output], index: int, version: str) -> Iterato
             yield target, (edge, index, version, sequence, blob)
 
 
-def _split_input(items: Iterable[Any], source: bool) -> tuple[RestoreBundle, list[Any]]:
-    """The subtask's restore bundle, and its input in a deterministic order: a source's
-    assignments as planned, shuffled batches by (edge, sender, sequence)."""
+def _split_input(items: Iterable[Any], source: bool) -> tuple[bytes, list[Any]]:
+    """A source subtask's restore and assignments as planned; a shuffled input's batches by
+    (edge, sender, sequence), without placement markers (and without a restore: b"")."""
     if source:
-        ((bundle, assignments),) = items  # one item per source partition (see EpochJob)
-        return bundle, assignments
-    payloads = sorted(
-        (payload for _, payload in items if payload[0] != PLACEMENT_EDGE), key=_channel_order
-    )
-    if not payloads or payloads[0][0] != RESTORE_EDGE:
-        raise RuntimeError("a subtask's input lacks its restore (see EpochJob)")
-    return payloads[0][4], payloads[1:]
+        ((restore, assignments),) = items  # one item per source partition (see EpochJob)
+        return restore, assignments
+    payloads = [payload for _, payload in items if payload[0] != PLACEMENT_EDGE]
+    return b"", sorted(payloads, key=_channel_order)
 
 
 def _channel_order(payload: tuple[int, int, str, int, Any]) -> tuple[int, int, int]:

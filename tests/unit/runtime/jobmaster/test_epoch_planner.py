@@ -9,6 +9,7 @@ from driver_parts import collection_job, resolve, watching_job
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.storage import Storage
+from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.epoch_planner import EpochPlanner
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_state import JobState
@@ -56,10 +57,14 @@ def test_an_epoch_hands_every_task_its_descriptor_and_every_subtask_its_restore(
         assert (descriptor.vertex, descriptor.run, descriptor.epoch) == (vertex.id, plan.run, 1)
         assert descriptor.ack_dir == plan.ack_dir
         assert descriptor.commit_on_checkpoint  # exactly-once with checkpoints
-        assert plan.tasks[vertex.id].graph is GRAPH
+        task = plan.tasks[vertex.id]
+        assert task.graph is GRAPH
+        # a source's restores ride with its partitions, other tasks' with their function
+        carried = plan.source_restores.get(vertex.id)
+        assert (carried is None) == (task.restores is not None) == (not vertex.is_source)
         restores = [
             SubtaskRestore.decode(data, vertex.id, i, plan.run)
-            for i, data in enumerate(plan.restores[vertex.id])
+            for i, data in enumerate(carried or task.restores)
         ]
         assert [r.subtask for r in restores] == list(range(vertex.parallelism))
 
@@ -117,3 +122,81 @@ def test_without_checkpoints_an_idle_source_plans_nothing(tmp_path):
     time.sleep(0.01)  # the next discovery is due
     plan = planner.plan(state, 0, 10, GRAPH)
     assert plan is not None and plan.epoch == 6 and any(plan.assignments.values())
+
+
+# Pipelined epochs: the next epoch's sources planned while an epoch runs -----------------------
+
+
+def source_acks(job, plan, attempt="a7"):
+    """The acks the source subtasks of ``plan`` wrote, one each."""
+    return {
+        (vertex.id, index): SubtaskAck(
+            vertex.id,
+            index,
+            plan.epoch,
+            plan.run,
+            f"{attempt}-{index}",
+            0,
+            {},
+            None,
+            {"numbers": {"seen": index}},
+            False,
+            "",
+            1.0,
+            {},
+        )
+        for vertex in job.sources
+        for index in range(vertex.parallelism)
+    }
+
+
+def test_the_next_epoch_is_planned_ahead_from_where_the_running_one_leaves_the_sources(tmp_path):
+    job = collection_job(list(range(10)))
+    planner, state = planner_for(tmp_path, job, **{"execution.checkpointing.interval": "1 ms"})
+    first = planner.plan(state, 0, 4, GRAPH)
+    [source] = job.sources
+    twins = {source.id: state.enumerators[source.id].ahead()}
+    ahead = planner.plan_ahead(state, first, twins, source_acks(job, first), 4, GRAPH)
+    assert ahead is not None and (ahead.epoch, ahead.run) == (2, first.run)
+    assert ahead.ack_dir != first.ack_dir
+    [assignment] = ahead.assignments[source.id][0]
+    assert (assignment.start, assignment.max_records) == (4, 4)
+    assert set(ahead.tasks) == {source.id}  # the tasks after the sources wait for epoch 1
+    [restore] = [
+        SubtaskRestore.decode(data, source.id, i, ahead.run)
+        for i, data in enumerate(ahead.source_restores[source.id])
+    ]
+    # the source subtask goes on from the very attempt of epoch 1 that ran (its ack's)
+    assert (restore.attempt, restore.operators) == ("a7-0", {"numbers": {"seen": 0}})
+    assert not ahead.checkpoint  # decided when the plan is completed
+
+
+def test_a_plan_made_ahead_is_completed_with_the_state_the_epoch_before_left(tmp_path):
+    job = collection_job(list(range(10)))
+    planner, state = planner_for(tmp_path, job, **{"execution.checkpointing.interval": "1 ms"})
+    first = planner.plan(state, 0, 4, GRAPH)
+    [source] = job.sources
+    twins = {source.id: state.enumerators[source.id].ahead()}
+    ahead = planner.plan_ahead(state, first, twins, source_acks(job, first), 4, GRAPH)
+    state.versions[(source.id + 1, 1)] = "keyed-version"  # epoch 1 accepted
+    time.sleep(0.002)  # the checkpoint interval passed
+    whole = planner.complete(ahead, state, GRAPH)
+    assert set(whole.tasks) == {v.id for v in job.vertices}
+    assert whole.checkpoint  # on the clock, once the epoch before completed
+    counter = job.vertex(source.id + 1)
+    restores = [
+        SubtaskRestore.decode(data, counter.id, i, whole.run)
+        for i, data in enumerate(whole.tasks[counter.id].restores)
+    ]
+    assert [r.attempt for r in restores] == [None, "keyed-version"]
+    assert {d.epoch for d in descriptors(whole).values()} == {2}
+
+
+def test_nothing_is_planned_ahead_past_the_end_of_the_input(tmp_path):
+    job = collection_job(list(range(4)))
+    planner, state = planner_for(tmp_path, job)
+    first = planner.plan(state, 0, 4, GRAPH)
+    assert first.end_of_input
+    [source] = job.sources
+    twins = {source.id: state.enumerators[source.id].ahead()}
+    assert planner.plan_ahead(state, first, twins, source_acks(job, first), 4, GRAPH) is None
