@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,6 +38,9 @@ log = logging.getLogger("lockgate")
 # job was cancelled; a driver-side error of lockgate is none of these.
 SPARK_JOB_FAILURES = (Py4JJavaError, PySparkException)
 
+
+# How often the driver looks whether an epoch's last stage has launched its tasks
+_LAUNCH_POLL_S = 0.005
 
 # The job group of every release job (epochs have a group each, to be cancelled by)
 RELEASE_GROUP = "lockgate-release"
@@ -211,6 +215,24 @@ class EpochJob:
             except SPARK_JOB_FAILURES as exc:
                 return exc
         return None
+
+    def last_stage_launched(self, running: RunningEpoch, sources: SourceStages) -> None:
+        """Wait until every task of the last stage of ``running`` (the epoch's job, after
+        ``sources``) was launched, or the job ended: stages submitted after that take only
+        the cores the epoch leaves free (Spark's FIFO scheduling would let them take a core
+        in the moment between two of the epoch's stages)."""
+        tracker = self.sc.statusTracker()
+        while not running.collecting.done():
+            jobs = tracker.getJobIdsForGroup(running.group)
+            if len(jobs) > len(sources.futures):  # the epoch's job is known to the tracker
+                job = tracker.getJobInfo(max(jobs))
+                last = tracker.getStageInfo(max(job.stageIds)) if job else None
+                if last is not None and (
+                    last.numActiveTasks + last.numCompletedTasks + last.numFailedTasks
+                    >= last.numTasks
+                ):
+                    return
+            time.sleep(_LAUNCH_POLL_S)
 
     def cancel(self, stages: SourceStages) -> None:
         """Cancel source stages submitted ahead, and wait until Spark gave them up."""

@@ -193,6 +193,7 @@ class JobMaster:
                 sources = spark_job.submit_sources(plan, enumerators, description)
             running = spark_job.start(plan, enumerators, description, timeout, sources)
             if sources is not None and not plan.end_of_input and not self._cancelled.is_set():
+                spark_job.last_stage_launched(running, sources)
                 self._ahead = self._run_ahead(plan, sources, graph)
             output = running.result()
         except EpochTimeout:
@@ -259,6 +260,9 @@ class JobMaster:
         ready = {vid: twin for vid, twin in twins.items() if twin is not None}
         if acks is None or len(ready) < len(twins):
             return None
+        # Where epoch n's sources ran is where n+1's should (the locations of epoch n-1,
+        # the latest accepted, would send them back and forth once they moved)
+        self.placement.record(acks.values())
         ahead = self.planner.plan_ahead(self.state, plan, ready, acks, self.epoch_cap.value, graph)
         if ahead is None:
             return None
