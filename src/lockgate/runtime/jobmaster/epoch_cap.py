@@ -16,6 +16,10 @@ Two limits, the smaller of which holds:
   later epoch of a job that runs for a month.
 
 Both stay within ``lockgate.epoch.max-records-per-split``, which bounds an epoch's memory.
+
+Pipelined epochs are planned before the epoch before them has taken its measure, so they
+wait until the limit has ``settled``: while it still grows or shrinks fast, epochs run one
+after another and each is sized on the one just before it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 FIRST = 100_000
 FLOOR = 10_000
 STEP = 4.0
+SETTLED_STEP = 2.0  # the last change of the share by time was at most this factor
 
 
 class EpochCap:
@@ -31,10 +36,20 @@ class EpochCap:
         self.target_s = target_s
         self.by_time = min(configured, FIRST) if target_s else configured
         self.by_timeout = configured
+        self.last_step = float("inf")  # factor of the last change by time (none yet)
 
     @property
     def value(self) -> int:
         return min(self.by_time, self.by_timeout)
+
+    @property
+    def settled(self) -> bool:
+        """Whether the next epochs read about as much as the last ones."""
+        return (
+            self.target_s is None
+            or self.by_time >= self.configured
+            or self.last_step <= SETTLED_STEP
+        )
 
     def shrink(self) -> int:
         self.by_timeout = max(1, self.value // 2)
@@ -53,4 +68,6 @@ class EpochCap:
             return  # the input ran out before the share: no news on how much fits
         wanted = records_per_split * self.target_s / seconds
         wanted = min(max(wanted, self.by_time / STEP), self.by_time * STEP)
+        before = self.by_time
         self.by_time = max(min(self.configured, FLOOR), min(self.configured, int(wanted)))
+        self.last_step = max(before, self.by_time) / min(before, self.by_time)

@@ -218,9 +218,10 @@ class EpochJob:
 
     def last_stage_launched(self, running: RunningEpoch, sources: SourceStages) -> None:
         """Wait until every task of the last stage of ``running`` (the epoch's job, after
-        ``sources``) was launched, or the job ended: stages submitted after that take only
-        the cores the epoch leaves free (Spark's FIFO scheduling would let them take a core
-        in the moment between two of the epoch's stages)."""
+        ``sources``, which are done) was launched, or the job ended: stages submitted after
+        that take only the cores the epoch leaves free (Spark's FIFO scheduling would let
+        them take a core in the moment between two of the epoch's stages). Spark's status
+        tracker is slow to ask: it is asked only after ``sources`` are done."""
         tracker = self.sc.statusTracker()
         while not running.collecting.done():
             jobs = tracker.getJobIdsForGroup(running.group)

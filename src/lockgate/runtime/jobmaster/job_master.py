@@ -34,6 +34,7 @@ from lockgate.runtime.jobmaster.epoch_job import (
     SPARK_JOB_FAILURES,
     EpochJob,
     EpochTimeout,
+    RunningEpoch,
     SourceStages,
     pipelines,
 )
@@ -193,8 +194,7 @@ class JobMaster:
                 sources = spark_job.submit_sources(plan, enumerators, description)
             running = spark_job.start(plan, enumerators, description, timeout, sources)
             if sources is not None and not plan.end_of_input and not self._cancelled.is_set():
-                spark_job.last_stage_launched(running, sources)
-                self._ahead = self._run_ahead(plan, sources, graph)
+                self._ahead = self._run_ahead(plan, running, sources, graph)
             output = running.result()
         except EpochTimeout:
             self._drop_ahead()
@@ -248,13 +248,19 @@ class JobMaster:
         self._finished = plan.end_of_input
         return EpochResult(stats, self.results.take())
 
-    def _run_ahead(self, plan: EpochPlan, sources: SourceStages, graph: Any) -> RunAhead | None:
-        """Start the next epoch's source stages once ``plan``'s are done (pipelined epochs,
-        see ``run_ahead``); None when that cannot be: a source whose readers' stops are not
-        known in advance, a failed source stage, a subtask that acknowledged twice."""
+    def _run_ahead(
+        self, plan: EpochPlan, running: RunningEpoch, sources: SourceStages, graph: Any
+    ) -> RunAhead | None:
+        """Start the next epoch's source stages once ``plan``'s are done and its last stage
+        launched (pipelined epochs, see ``run_ahead``); None when that cannot be: epoch
+        sizes still settling, a source whose readers' stops are not known in advance, a
+        failed source stage, a subtask that acknowledged twice."""
+        if not self.epoch_cap.settled:
+            return None
         twins = {vid: e.ahead() for vid, e in self.state.enumerators.items()}
         if self.spark_job.sources_failure(sources, wait=True) is not None:
             return None  # the epoch's job fails with it
+        self.spark_job.last_stage_launched(running, sources)
         collector = AckCollector(self.job, self.work, self.state_files, plan.ack_dir, plan.epoch)
         acks = collector.sole(self.job.sources, plan.run)
         ready = {vid: twin for vid, twin in twins.items() if twin is not None}

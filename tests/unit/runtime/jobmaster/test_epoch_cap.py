@@ -74,3 +74,21 @@ def test_epochs_that_rebuilt_subtasks_are_left_out():
     cap = EpochCap(1_000_000, 1.0)
     cap.epoch_took(4.0, None, FIRST, warm=False)  # a first epoch, starting every host
     assert cap.value == FIRST
+
+
+def test_the_share_settles_once_it_changes_by_at_most_twice():
+    cap = EpochCap(1_000_000, 1.0)
+    assert not cap.settled  # nothing measured yet
+    cap.epoch_took(0.25, None, FIRST, warm=True)  # 4x
+    assert cap.value == 4 * FIRST and not cap.settled
+    cap.epoch_took(0.8, None, 4 * FIRST, warm=True)  # 1.25x
+    assert cap.value == 500_000 and cap.settled
+    cap.epoch_took(2.0, None, 500_000, warm=True)  # halved: still settled
+    assert cap.value == 250_000 and cap.settled
+    cap.epoch_took(3.0, None, 250_000, warm=False)  # a restore says nothing
+    assert cap.settled
+
+
+def test_a_share_at_its_maximum_or_without_a_target_is_settled():
+    assert EpochCap(40, 1.0).settled  # the first share is the maximum already
+    assert EpochCap(1_000_000, None).settled
