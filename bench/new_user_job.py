@@ -53,10 +53,10 @@ def main() -> None:
     events = [(f"user-{rng.randrange(10_000)}", i) for i in range(args.events)]
     env = StreamExecutionEnvironment.get_execution_environment(Configuration())
     env.enable_checkpointing(1000, CheckpointingMode.EXACTLY_ONCE)
-    counts = env.from_collection(events).key_by(lambda e: e[0]).process(CountPerUser())
-    counts.filter(lambda r: r[1] % 1000 == 0).sink_to(DiscardingSink())
     runs = []
     for run in range(1, args.runs + 1):
+        counts = env.from_collection(events).key_by(lambda e: e[0]).process(CountPerUser())
+        counts.filter(lambda r: r[1] % 1000 == 0).sink_to(DiscardingSink())
         started = time.perf_counter()
         result = env.execute("new user job")
         wall = time.perf_counter() - started
