@@ -150,13 +150,20 @@ def source_acks(job, plan, attempt="a7"):
     }
 
 
-def test_the_next_epoch_is_planned_ahead_from_where_the_running_one_leaves_the_sources(tmp_path):
+def planned_ahead(tmp_path):
+    """Epoch 1 of 4 records per split, running, and epoch 2's sources planned ahead."""
     job = collection_job(list(range(10)))
     planner, state = planner_for(tmp_path, job, **{"execution.checkpointing.interval": "1 ms"})
     first = planner.plan(state, 0, 4, GRAPH)
     [source] = job.sources
     twins = {source.id: state.enumerators[source.id].ahead()}
     ahead = planner.plan_ahead(state, first, twins, source_acks(job, first), 4, GRAPH)
+    return job, planner, state, first, ahead
+
+
+def test_the_next_epoch_is_planned_ahead_from_where_the_running_one_leaves_the_sources(tmp_path):
+    job, _, _, first, ahead = planned_ahead(tmp_path)
+    [source] = job.sources
     assert ahead is not None and (ahead.epoch, ahead.run) == (2, first.run)
     assert ahead.ack_dir != first.ack_dir
     [assignment] = ahead.assignments[source.id][0]
@@ -172,12 +179,8 @@ def test_the_next_epoch_is_planned_ahead_from_where_the_running_one_leaves_the_s
 
 
 def test_a_plan_made_ahead_is_completed_with_the_state_the_epoch_before_left(tmp_path):
-    job = collection_job(list(range(10)))
-    planner, state = planner_for(tmp_path, job, **{"execution.checkpointing.interval": "1 ms"})
-    first = planner.plan(state, 0, 4, GRAPH)
+    job, planner, state, _, ahead = planned_ahead(tmp_path)
     [source] = job.sources
-    twins = {source.id: state.enumerators[source.id].ahead()}
-    ahead = planner.plan_ahead(state, first, twins, source_acks(job, first), 4, GRAPH)
     state.versions[(source.id + 1, 1)] = "keyed-version"  # epoch 1 accepted
     time.sleep(0.002)  # the checkpoint interval passed
     whole = planner.complete(ahead, state, GRAPH)
