@@ -72,9 +72,10 @@ class EpochTask:
         # Unique in the application (a resubmitted stage counts attempts from 0 again): names
         # this attempt's state files and the version of the subtask it leaves behind
         version = f"{task.tag}a{context.taskAttemptId() if context is not None else 0}"
-        restore, inputs = _split_input(items, task.source)
-        if self.restores is not None:
-            restore = self.restores[index]
+        if self.restores is None:
+            restore, inputs = _source_partition(items)
+        else:
+            restore, inputs = self.restores[index], _shuffled_input(items)
         host = open_session(task.run, task.vertex, index)
         try:
             start = EpochStart(
@@ -120,14 +121,17 @@ def _spark_items(outputs: Iterable[Output], index: int, version: str) -> Iterato
             yield target, (edge, index, version, sequence, blob)
 
 
-def _split_input(items: Iterable[Any], source: bool) -> tuple[bytes, list[Any]]:
-    """A source subtask's restore and assignments as planned; a shuffled input's batches by
-    (edge, sender, sequence), without placement markers (and without a restore: b"")."""
-    if source:
-        ((restore, assignments),) = items  # one item per source partition (see EpochJob)
-        return restore, assignments
+def _source_partition(items: Iterable[Any]) -> tuple[bytes, list[Any]]:
+    """A source subtask's restore and its assignments, as planned."""
+    ((restore, assignments),) = items  # one item per source partition (see EpochJob)
+    return restore, assignments
+
+
+def _shuffled_input(items: Iterable[Any]) -> list[Any]:
+    """A shuffled input's batches in a deterministic order, (edge, sender, sequence),
+    without the placement markers."""
     payloads = [payload for _, payload in items if payload[0] != PLACEMENT_EDGE]
-    return b"", sorted(payloads, key=_channel_order)
+    return sorted(payloads, key=_channel_order)
 
 
 def _channel_order(payload: tuple[int, int, str, int, Any]) -> tuple[int, int, int]:

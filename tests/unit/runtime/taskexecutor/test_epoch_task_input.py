@@ -3,16 +3,19 @@ dropped, whatever order Spark's shuffle read delivers them in."""
 
 from __future__ import annotations
 
-from lockgate.runtime.taskexecutor.epoch_task import PLACEMENT_MARKER, _split_input
+from lockgate.runtime.taskexecutor.epoch_task import (
+    PLACEMENT_MARKER,
+    _shuffled_input,
+    _source_partition,
+)
 
 
 def test_markers_are_dropped_and_batches_ordered():
     batches = [(1, 0, "a", 1, b"x"), (0, 1, "b", 0, b"y"), (0, 0, "c", 0, None)]
     items = [(2, PLACEMENT_MARKER), (2, batches[0]), (2, PLACEMENT_MARKER), (2, batches[1])]
     items += [(2, batches[2]), (2, PLACEMENT_MARKER)]
-    _, inputs = _split_input(items, source=False)
-    assert inputs == [batches[2], batches[1], batches[0]]
+    assert _shuffled_input(items) == [batches[2], batches[1], batches[0]]
 
 
 def test_a_source_partition_brings_its_restore_and_assignments():
-    assert _split_input([(b"restore", ["a", "b"])], source=True) == (b"restore", ["a", "b"])
+    assert _source_partition([(b"restore", ["a", "b"])]) == (b"restore", ["a", "b"])
