@@ -83,7 +83,10 @@ class JobMaster:
         self._finished = False  # the last epoch read the sources to their end
         self.placement = SubtaskPlacement()
         self.spark_job = EpochJob(self.sc, job, self.placement)
-        self.pipelined = pipelines(job)
+        # by the graph's shape, and the sources' enumerators: a file's cannot plan ahead
+        self.pipelined = pipelines(job) and all(
+            e.ahead() is not None for e in self.state.enumerators.values()
+        )
         self._ahead: RunAhead | None = None  # the next epoch's sources, started early
         injector = FailureInjector(settings.injections)
         self.planner = EpochPlanner(
@@ -258,13 +261,15 @@ class JobMaster:
         if not self.epoch_cap.settled:
             return None
         twins = {vid: e.ahead() for vid, e in self.state.enumerators.items()}
+        ready = {vid: twin for vid, twin in twins.items() if twin is not None}
+        if len(ready) < len(twins):
+            return None
         if self.spark_job.sources_failure(sources, wait=True) is not None:
             return None  # the epoch's job fails with it
         self.spark_job.last_stage_launched(running, sources)
         collector = AckCollector(self.job, self.work, self.state_files, plan.ack_dir, plan.epoch)
         acks = collector.sole(self.job.sources, plan.run)
-        ready = {vid: twin for vid, twin in twins.items() if twin is not None}
-        if acks is None or len(ready) < len(twins):
+        if acks is None:
             return None
         # Where epoch n's sources ran is where n+1's should (the locations of epoch n-1,
         # the latest accepted, would send them back and forth once they moved)
