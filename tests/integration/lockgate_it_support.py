@@ -80,6 +80,11 @@ class SparkJobCounter:
             and self._group(job_id) not in self._before
         )
 
+    def result_jobs(self) -> int:
+        """The epochs' jobs started since creation that read a shuffle: an epoch's own job,
+        not the one-stage map-stage jobs of sources submitted ahead (pipelined epochs)."""
+        return sum(len(self._tracker.getJobInfo(job_id).stageIds) > 1 for job_id in self.started())
+
     def count(self, at_least: int = 0, settle_s: float = 3.0) -> int:
         """Epochs started since creation. Job events reach the tracker asynchronously, so
         wait (up to ``settle_s``) until at least ``at_least`` are visible."""

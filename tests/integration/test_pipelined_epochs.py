@@ -53,6 +53,9 @@ def test_a_failure_in_a_source_stage_that_ran_ahead_fails_over_as_its_epoch(make
     result = env.execute("source failure ahead")
     assert trap.fired() == 2
     assert result.restarts == 1
+    ahead = {e.epoch: e.sources_ahead for e in result.epochs}
+    assert ahead[3], "epochs were pipelined: epoch 4's sources were started during epoch 3"
+    assert not ahead[4], "epoch 4 ran again from the checkpoint of epoch 3, its sources anew"
     assert_ran_epochs(result)  # restored from the checkpoint of epoch 3: no epoch ran twice
     assert_committed_output_exact(tmp_path / "out", 1)
 
