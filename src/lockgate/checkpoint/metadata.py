@@ -24,8 +24,11 @@ from lockgate.state import manifests
 from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
 
 FORMAT = "lockgate-checkpoint"
-VERSION = 2
-_OLDER_VERSIONS = {1: "kept state per chain of operators, not per operator uid"}
+VERSION = 3
+_OLDER_VERSIONS = {
+    1: "kept state per chain of operators, not per operator uid",
+    2: "kept no watermarks",
+}
 
 
 class CheckpointFormatError(ValueError):
@@ -38,6 +41,7 @@ class OperatorSubtaskState:
     operator_state: Any  # what the operator's snapshot_state returned (JSON), or None
     keyed: KeyedStateManifest | None  # of a keyed operator
     key_groups: tuple[int, int] | None  # inclusive key-group range of a keyed operator
+    watermark: int | None = None  # the operator's event time (None: none yet)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +49,7 @@ class OperatorSubtaskState:
             "operator_state": self.operator_state,
             "keyed": self.keyed.to_json() if self.keyed is not None else None,
             "key_groups": list(self.key_groups) if self.key_groups is not None else None,
+            "watermark": self.watermark,
         }
 
     @staticmethod
@@ -64,6 +69,7 @@ class OperatorSubtaskState:
             raw["operator_state"],
             manifest_from_json(keyed, where) if keyed is not None else None,
             (key_groups[0], key_groups[1]) if key_groups is not None else None,
+            field(raw, "watermark", (int, type(None)), where),
         )
 
 

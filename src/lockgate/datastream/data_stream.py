@@ -3,12 +3,45 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from lockgate.common.output_tag import OutputTag
+from lockgate.common.time import Duration
 from lockgate.common.types import Row
-from lockgate.datastream.functions import KeyedProcessFunction, ProcessFunction
+from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
+from lockgate.datastream.functions import (
+    AggregateFunction,
+    AllWindowFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    NullByteKeySelector,
+    ProcessAllWindowFunction,
+    ProcessFunction,
+    ProcessWindowFunction,
+    WindowFunction,
+)
+from lockgate.datastream.window import (
+    CountSlidingWindowAssigner,
+    CountTumblingWindowAssigner,
+    EventTimeTrigger,
+    SlidingEventTimeWindows,
+    TimeWindow,
+    TumblingEventTimeWindows,
+)
 from lockgate.graph.transformations import REBALANCE, Partitioning, Transformation
-from lockgate.runtime.taskexecutor.operators import OperatorSpec
+from lockgate.runtime.taskexecutor.co_operators import CoOperator
+from lockgate.runtime.taskexecutor.operators import OperatorSpec, resolve_callable
+from lockgate.runtime.taskexecutor.timestamps_and_watermarks import TimestampsAndWatermarksOperator
+from lockgate.runtime.taskexecutor.window_operator import WindowOperator, WindowOperatorSpec
+from lockgate.state.descriptors import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    ReducingStateDescriptor,
+)
 
 if TYPE_CHECKING:
     from lockgate.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -29,8 +62,12 @@ class DataStream:
 
     # Operators ---------------------------------------------------------------------------
 
-    def _operator(self, name: str, spec: OperatorSpec, keyed: bool = False) -> DataStream:
-        t = Transformation("operator", name, [self._transformation], spec, keyed=keyed)
+    def _operator(
+        self, name: str, spec: OperatorSpec, keyed: bool = False, timestamps: bool = False
+    ) -> DataStream:
+        t = Transformation(
+            "operator", name, [self._transformation], spec, keyed=keyed, timestamps=timestamps
+        )
         return DataStream(self._env, self._env._add(t))
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
@@ -47,11 +84,55 @@ class DataStream:
         return self._operator("Filter", spec)
 
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
-        if isinstance(func, KeyedProcessFunction) or not callable(
-            getattr(func, "process_element", None)
-        ):
+        if isinstance(func, KeyedProcessFunction):
+            raise TypeError(
+                f"a KeyedProcessFunction ({func!r}) needs a KeyedStream: key the stream with "
+                "key_by() first, or use a ProcessFunction"
+            )
+        if not callable(getattr(func, "process_element", None)):
             raise TypeError(f"DataStream.process needs a ProcessFunction, got {func!r}")
         return self._operator("Process", OperatorSpec("process", func))
+
+    def window(self, window_assigner: Any) -> WindowedStream:
+        raise TypeError(
+            "window() needs a KeyedStream: key the stream with key_by() first, or use "
+            "window_all() for windows over the whole stream"
+        )
+
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        raise TypeError(
+            "count_window() needs a KeyedStream: key the stream with key_by() first, or use "
+            "window_all() with a count assigner"
+        )
+
+    def window_all(self, window_assigner: Any) -> AllWindowedStream:
+        """Windows over the whole stream (one subtask does the windowing, as in PyFlink)."""
+        return AllWindowedStream(self, window_assigner)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        """The records this operator's functions yield as ``(output_tag, value)``."""
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(f"get_side_output needs an OutputTag, got {output_tag!r}")
+        self._runnable("get_side_output()")
+        t = Transformation(
+            "side_output",
+            f"SideOutput({output_tag.tag_id})",
+            [self._transformation],
+            output_tag=output_tag.tag_id,
+        )
+        return DataStream(self._env, self._env._add(t))
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        """Timestamps from the strategy's assigner (or the ones records have) and watermarks
+        from the timestamps each subtask of this operator sees."""
+        check_strategy(watermark_strategy)
+        spec = OperatorSpec(
+            "factory", partial(TimestampsAndWatermarksOperator, strategy=watermark_strategy)
+        )
+        t = Transformation(
+            "operator", "Timestamps/Watermarks", [self._transformation], spec, timestamps=True
+        )
+        return DataStream(self._env, self._env._add(t))
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         _check_function(key_selector, "get_key", "KeySelector")
@@ -62,6 +143,13 @@ class DataStream:
             partitioning=Partitioning("key_group", key_selector),
         )
         return KeyedStream(self._env, self._env._add(t), self)
+
+    def connect(self, ds: DataStream) -> ConnectedStreams:
+        """Two streams processed together by one two-input function (CoMapFunction,
+        CoFlatMapFunction, CoProcessFunction; KeyedCoProcessFunction when both are keyed)."""
+        if not isinstance(ds, DataStream):
+            raise TypeError(f"connect() needs a DataStream, got {ds!r}")
+        return ConnectedStreams(self, ds)
 
     def union(self, *streams: DataStream) -> DataStream:
         inputs = [self._transformation, *(s._transformation for s in streams)]
@@ -168,8 +256,8 @@ class KeyedStream(DataStream):
         super().__init__(env, transformation)
         self._origin = origin
 
-    def _keyed(self, name: str, spec: OperatorSpec) -> DataStream:
-        return self._operator(name, spec, keyed=True)
+    def _keyed(self, name: str, spec: OperatorSpec, timestamps: bool = False) -> DataStream:
+        return self._operator(name, spec, keyed=True, timestamps=timestamps)
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         return self._keyed("Map", OperatorSpec("map", _check_function(func, "map", "MapFunction")))
@@ -189,7 +277,19 @@ class KeyedStream(DataStream):
     ) -> DataStream:
         if not isinstance(func, KeyedProcessFunction):
             raise TypeError(f"KeyedProcessFunction is required for KeyedStream, got {func!r}")
-        return self._keyed("KeyedProcess", OperatorSpec("keyed_process", func))
+        # its timers' outputs carry the timers' times
+        fires_timers = type(func).on_timer is not KeyedProcessFunction.on_timer
+        spec = OperatorSpec("keyed_process", func)
+        return self._keyed("KeyedProcess", spec, timestamps=fires_timers)
+
+    def window(self, window_assigner: Any) -> WindowedStream:
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        """Windows of ``size`` elements per key, a new one every ``slide`` (0: tumbling)."""
+        if slide == 0:
+            return WindowedStream(self, CountTumblingWindowAssigner(size))
+        return WindowedStream(self, CountSlidingWindowAssigner(size, slide))
 
     def reduce(self, func: Any) -> DataStream:
         spec = OperatorSpec("reduce", _check_function(func, "reduce", "ReduceFunction"))
@@ -232,6 +332,220 @@ class KeyedStream(DataStream):
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
         self._not_supported("set_max_parallelism()")
+
+
+class ConnectedStreams:
+    """Two streams connected for a two-input function; keyed when both are keyed (then the
+    function has keyed state and timers shared by both inputs)."""
+
+    def __init__(self, stream1: DataStream, stream2: DataStream):
+        self.stream1 = stream1
+        self.stream2 = stream2
+
+    def key_by(
+        self, key_selector1: Any, key_selector2: Any, key_type: Any = None
+    ) -> ConnectedStreams:
+        return ConnectedStreams(
+            _origin(self.stream1).key_by(key_selector1, key_type),
+            _origin(self.stream2).key_by(key_selector2, key_type),
+        )
+
+    @property
+    def _keyed(self) -> bool:
+        return isinstance(self.stream1, KeyedStream) and isinstance(self.stream2, KeyedStream)
+
+    def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
+        if not isinstance(func, CoMapFunction):
+            raise TypeError("The input function must be a CoMapFunction!")
+        return self._two_input("Co-Map", func, "co_map")
+
+    def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
+        if not isinstance(func, CoFlatMapFunction):
+            raise TypeError("The input must be a CoFlatMapFunction!")
+        return self._two_input("Co-Flat Map", func, "co_flat_map")
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """A CoProcessFunction, or on two keyed streams a KeyedCoProcessFunction (chosen by
+        the streams, as PyFlink does)."""
+        if not isinstance(func, CoProcessFunction | KeyedCoProcessFunction):
+            raise TypeError(
+                f"process() needs a CoProcessFunction or KeyedCoProcessFunction, got {func!r}"
+            )
+        if isinstance(func, KeyedCoProcessFunction) and not self._keyed:
+            raise TypeError(
+                "a KeyedCoProcessFunction needs two keyed streams: key them with "
+                "connect(...).key_by(key_selector1, key_selector2)"
+            )
+        name = "Keyed Co-Process" if self._keyed else "Co-Process"
+        return self._two_input(name, func, "co_process")
+
+    def _two_input(self, name: str, function: Any, kind: str) -> DataStream:
+        keyed = self._keyed
+        fires_timers = keyed and getattr(type(function), "on_timer", None) not in (
+            None,
+            KeyedCoProcessFunction.on_timer,
+        )
+        spec = OperatorSpec(
+            "factory", partial(CoOperator, function=function, kind=kind, keyed=keyed)
+        )
+        env = self.stream1._env
+        t = Transformation(
+            "operator",
+            name,
+            [self.stream1._transformation, self.stream2._transformation],
+            spec,
+            keyed=keyed,
+            timestamps=fires_timers,
+            two_input=True,
+        )
+        return DataStream(env, env._add(t))
+
+
+def _origin(stream: DataStream) -> DataStream:
+    """The stream a keyed stream was keyed from (re-keying starts from it)."""
+    return stream._origin if isinstance(stream, KeyedStream) else stream
+
+
+class WindowedStream:
+    """A keyed stream cut into windows: the terminal call (reduce, aggregate, apply,
+    process) gives the windows' results as a DataStream."""
+
+    def __init__(self, keyed_stream: KeyedStream, window_assigner: Any):
+        if not callable(getattr(window_assigner, "assign_windows", None)):
+            raise TypeError(
+                "window() needs a WindowAssigner (e.g. TumblingEventTimeWindows.of(...)), "
+                f"got {window_assigner!r}"
+            )
+        self._keyed_stream = keyed_stream
+        self._assigner = window_assigner
+        self._trigger: Any = None
+        self._allowed_lateness = 0
+        self._late_data_tag: OutputTag | None = None
+        self._all = False  # an AllWindowedStream's functions take no key
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._keyed_stream.get_execution_environment()
+
+    def get_input_type(self) -> Any:
+        return None
+
+    def trigger(self, trigger: Any) -> WindowedStream:
+        if not callable(getattr(trigger, "on_element", None)):
+            raise TypeError(f"trigger() needs a Trigger, got {trigger!r}")
+        if _is_merging(self._assigner) and not trigger.can_merge():
+            raise TypeError(
+                "A merging window assigner cannot be used with a trigger that does not "
+                f"support merging ({type(trigger).__name__})."
+            )
+        self._trigger = trigger
+        return self
+
+    def allowed_lateness(self, time_ms: int) -> WindowedStream:
+        if isinstance(time_ms, Duration):
+            time_ms = time_ms.to_milliseconds()
+        if not isinstance(time_ms, int) or isinstance(time_ms, bool) or time_ms < 0:
+            raise ValueError(f"allowed_lateness must be >= 0 milliseconds, got {time_ms!r}")
+        self._allowed_lateness = time_ms
+        return self
+
+    def side_output_late_data(self, output_tag: OutputTag) -> WindowedStream:
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(f"side_output_late_data needs an OutputTag, got {output_tag!r}")
+        self._late_data_tag = output_tag
+        return self
+
+    def reduce(
+        self, reduce_function: Any, window_function: Any = None, output_type: Any = None
+    ) -> DataStream:
+        """Reduce each window's elements as they arrive; ``window_function`` (optional)
+        gets the reduced value as a one-element list."""
+        reduce = resolve_callable(reduce_function, "reduce", "ReduceFunction")
+        contents = ReducingStateDescriptor(WINDOW_STATE_NAME, reduce)
+        return self._build(contents, True, window_function)
+
+    def aggregate(
+        self,
+        aggregate_function: AggregateFunction,
+        window_function: Any = None,
+        accumulator_type: Any = None,
+        output_type: Any = None,
+    ) -> DataStream:
+        """Aggregate each window's elements as they arrive; ``window_function`` (optional)
+        gets the result as a one-element list."""
+        if not isinstance(aggregate_function, AggregateFunction):
+            raise TypeError(f"aggregate() needs an AggregateFunction, got {aggregate_function!r}")
+        contents = AggregatingStateDescriptor(WINDOW_STATE_NAME, aggregate_function)
+        return self._build(contents, True, window_function)
+
+    def apply(self, window_function: Any, output_type: Any = None) -> DataStream:
+        kind = AllWindowFunction if self._all else WindowFunction
+        if not isinstance(window_function, kind):
+            raise TypeError(f"apply() needs a {kind.__name__}, got {window_function!r}")
+        return self._build(ListStateDescriptor(WINDOW_STATE_NAME), False, window_function)
+
+    def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
+        kind = ProcessAllWindowFunction if self._all else ProcessWindowFunction
+        if not isinstance(process_window_function, kind):
+            raise TypeError(f"process() needs a {kind.__name__}, got {process_window_function!r}")
+        contents = ListStateDescriptor(WINDOW_STATE_NAME)
+        return self._build(contents, False, process_window_function)
+
+    def _build(self, contents: Any, single_value: bool, function: Any) -> DataStream:
+        process, apply = (
+            (ProcessAllWindowFunction, AllWindowFunction)
+            if self._all
+            else (ProcessWindowFunction, WindowFunction)
+        )
+        prefix = "all_" if self._all else ""
+        if function is None:
+            kind = "value"
+        elif isinstance(function, process):
+            kind = prefix + "process"
+        elif isinstance(function, apply):
+            kind = prefix + "apply"
+        else:
+            raise TypeError(
+                f"window_function should be a {apply.__name__} or {process.__name__}, got "
+                f"{function!r}"
+            )
+        assigner = self._assigner
+        trigger = self._trigger or assigner.get_default_trigger(self.get_execution_environment())
+        time_windows = None
+        if type(trigger) is EventTimeTrigger:
+            if type(assigner) is TumblingEventTimeWindows:
+                time_windows = (assigner.size, assigner.size, assigner.offset)
+            elif type(assigner) is SlidingEventTimeWindows:
+                time_windows = (assigner.size, assigner.slide, assigner.offset)
+        spec = WindowOperatorSpec(
+            assigner=assigner,
+            trigger=trigger,
+            contents=contents,
+            function_kind=kind,
+            function=function,
+            allowed_lateness=self._allowed_lateness,
+            late_data_tag=self._late_data_tag,
+            single_value=single_value,
+            time_windows=time_windows,
+            window_type=TimeWindow,
+        )
+        name = type(assigner).__name__
+        operator = OperatorSpec("factory", partial(WindowOperator, spec=spec))
+        return self._keyed_stream._keyed(name, operator, timestamps=True)
+
+
+class AllWindowedStream(WindowedStream):
+    """Windows over a whole stream: keyed by one constant key, as PyFlink does it."""
+
+    def __init__(self, data_stream: DataStream, window_assigner: Any):
+        super().__init__(data_stream.key_by(NullByteKeySelector()), window_assigner)
+        self._all = True
+
+
+WINDOW_STATE_NAME = "window-contents"
+
+
+def _is_merging(assigner: Any) -> bool:
+    return callable(getattr(assigner, "merge_windows", None))
 
 
 class FieldAggregator:

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from lockgate.runtime.taskexecutor.context import (
     KeyedProcessContext,
+    OnTimerContext,
     ProcessContext,
     SubtaskRuntimeContext,
+    TimeDomain,
     TimerService,
 )
+from lockgate.runtime.taskexecutor.window_operator import ProcessWindowContext
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -148,7 +151,8 @@ class KeyedProcessFunction(Function):
         def timestamp(self) -> int: ...
 
     class OnTimerContext(Context):
-        pass
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
 
     @abstractmethod
     def process_element(
@@ -162,19 +166,173 @@ class KeyedProcessFunction(Function):
         pass
 
 
+class CoMapFunction(Function):
+    """Maps the records of two connected streams; a None result is dropped (as PyFlink)."""
+
+    @abstractmethod
+    def map1(self, value: Any) -> Any: ...
+
+    @abstractmethod
+    def map2(self, value: Any) -> Any: ...
+
+
+class CoFlatMapFunction(Function):
+    @abstractmethod
+    def flat_map1(self, value: Any) -> Iterable[Any] | None: ...
+
+    @abstractmethod
+    def flat_map2(self, value: Any) -> Iterable[Any] | None: ...
+
+
+class CoProcessFunction(Function):
+    """Processes the records of two connected streams (timers need a keyed form)."""
+
+    class Context(ABC):
+        @abstractmethod
+        def timer_service(self) -> TimerService: ...
+
+        @abstractmethod
+        def timestamp(self) -> int: ...
+
+    @abstractmethod
+    def process_element1(
+        self, value: Any, ctx: CoProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+    @abstractmethod
+    def process_element2(
+        self, value: Any, ctx: CoProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+
+class KeyedCoProcessFunction(Function):
+    """Processes two connected keyed streams with shared keyed state and timers."""
+
+    class Context(ABC):
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+        @abstractmethod
+        def timer_service(self) -> TimerService: ...
+
+        @abstractmethod
+        def timestamp(self) -> int: ...
+
+    class OnTimerContext(Context):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
+
+    @abstractmethod
+    def process_element1(
+        self, value: Any, ctx: KeyedCoProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+    @abstractmethod
+    def process_element2(
+        self, value: Any, ctx: KeyedCoProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+    def on_timer(
+        self, timestamp: int, ctx: KeyedCoProcessFunction.OnTimerContext
+    ) -> Iterable[Any] | None:
+        pass
+
+
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+KEY = TypeVar("KEY")
+W = TypeVar("W")
+W2 = TypeVar("W2")
+
+
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
+    """Computes a keyed window's output from all its elements."""
+
+    @abstractmethod
+    def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any] | None: ...
+
+
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
+    @abstractmethod
+    def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any] | None: ...
+
+
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
+    """Computes a keyed window's output from its elements, with a context that knows the
+    window, the clocks and per-window and global keyed state."""
+
+    class Context(ABC, Generic[W2]):
+        @abstractmethod
+        def window(self) -> Any: ...
+
+        @abstractmethod
+        def current_processing_time(self) -> int: ...
+
+        @abstractmethod
+        def current_watermark(self) -> int: ...
+
+        @abstractmethod
+        def window_state(self) -> Any: ...
+
+        @abstractmethod
+        def global_state(self) -> Any: ...
+
+    @abstractmethod
+    def process(
+        self, key: Any, context: ProcessWindowFunction.Context[Any], elements: Iterable[Any]
+    ) -> Iterable[Any] | None: ...
+
+    def clear(self, context: ProcessWindowFunction.Context[Any]) -> None:
+        """The window's state is being removed (at its cleanup time)."""
+
+
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
+    class Context(ABC, Generic[W2]):
+        @abstractmethod
+        def window(self) -> Any: ...
+
+        @abstractmethod
+        def window_state(self) -> Any: ...
+
+        @abstractmethod
+        def global_state(self) -> Any: ...
+
+    @abstractmethod
+    def process(
+        self, context: ProcessAllWindowFunction.Context[Any], elements: Iterable[Any]
+    ) -> Iterable[Any] | None: ...
+
+    def clear(self, context: ProcessAllWindowFunction.Context[Any]) -> None:
+        """The window's state is being removed (at its cleanup time)."""
+
+
 ProcessFunction.Context.register(ProcessContext)
 KeyedProcessFunction.Context.register(KeyedProcessContext)
+KeyedProcessFunction.OnTimerContext.register(OnTimerContext)
+CoProcessFunction.Context.register(ProcessContext)
+KeyedCoProcessFunction.Context.register(KeyedProcessContext)
+KeyedCoProcessFunction.OnTimerContext.register(OnTimerContext)
+ProcessWindowFunction.Context.register(ProcessWindowContext)
+ProcessAllWindowFunction.Context.register(ProcessWindowContext)
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowFunction",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
     "KeySelector",
+    "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "MapFunction",
     "NullByteKeySelector",
+    "ProcessAllWindowFunction",
     "ProcessFunction",
+    "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",
+    "WindowFunction",
 ]

@@ -13,6 +13,7 @@ from lockgate.checkpoint.coordinator import CheckpointStats
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
 from lockgate.common.restart_strategy import RestartStrategyConfiguration
+from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.connectors.collection import CollectionSource
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from lockgate.datastream.data_stream import CloseableIterator, DataStream
@@ -162,8 +163,17 @@ class StreamExecutionEnvironment:
         self._transformations.append(transformation)
         return transformation
 
-    def _source(self, source: Source, name: str) -> DataStream:
-        t = Transformation("source", name, operator=source, parallelism=source.default_parallelism)
+    def _source(
+        self, source: Source, name: str, strategy: WatermarkStrategy | None = None
+    ) -> DataStream:
+        t = Transformation(
+            "source",
+            name,
+            operator=source,
+            parallelism=source.default_parallelism,
+            timestamps=strategy is not None and strategy.timestamp_assigner is not None,
+            watermark_strategy=strategy,
+        )
         return DataStream(self, self._add(t))
 
     def from_collection(self, collection: list[Any], type_info: Any = None) -> DataStream:
@@ -173,9 +183,12 @@ class StreamExecutionEnvironment:
     def from_source(
         self, source: Source, watermark_strategy: Any, source_name: str, type_info: Any = None
     ) -> DataStream:
+        """A stream read from ``source``, with timestamps and watermarks per split by
+        ``watermark_strategy`` (its timestamp assigner applies, as in Flink's Java API)."""
         if not isinstance(source, Source):
             raise TypeError(f"from_source needs a source such as FileSource, got {source!r}")
-        return self._source(source, source_name)
+        check_strategy(watermark_strategy)
+        return self._source(source, source_name, watermark_strategy)
 
     # Execution ----------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ class StreamNode:
     parallelism: int
     max_parallelism: int
     uid: str
+    #: its records can carry timestamps: it or an operator before it gives them some
+    timestamped: bool = False
     inputs: list[StreamEdge] = field(default_factory=list)
     outputs: list[StreamEdge] = field(default_factory=list)
 
@@ -54,6 +56,8 @@ class StreamEdge:
     source: StreamNode
     target: StreamNode
     partitioning: Partitioning
+    output_tag: str | None = None  # the side output it carries (None: the main output)
+    input_index: int = 1  # which input of a two-input target it feeds (1 or 2)
 
 
 @dataclass(eq=False)
@@ -144,16 +148,19 @@ def _collect(transformations: Iterable[Transformation]) -> list[Transformation]:
 
 
 def _upstream(
-    t: Transformation, partitioning: Partitioning | None
-) -> Iterator[tuple[Transformation, Partitioning | None]]:
-    """Runnable inputs of a transformation, seen through partition and union nodes."""
+    t: Transformation, partitioning: Partitioning | None, tag: str | None
+) -> Iterator[tuple[Transformation, Partitioning | None, str | None]]:
+    """Runnable inputs of a transformation, seen through partition, union and side-output
+    nodes: (input, partitioning, side output)."""
     if t.runs:
-        yield t, partitioning
+        yield t, partitioning, tag
     elif t.kind == "partition":
-        yield from _upstream(t.inputs[0], partitioning or t.partitioning)
+        yield from _upstream(t.inputs[0], partitioning or t.partitioning, tag)
+    elif t.kind == "side_output":
+        yield from _upstream(t.inputs[0], partitioning, t.output_tag)
     else:  # union
         for branch in t.inputs:
-            yield from _upstream(branch, partitioning)
+            yield from _upstream(branch, partitioning, tag)
 
 
 def _stream_nodes(
@@ -172,9 +179,20 @@ def _stream_nodes(
             check_parallelism(parallelism, node_max)
         except ValueError as exc:
             raise GraphError(f"operator '{t.name}': {exc}") from None
-        upstream = [(by_id[u.id], p) for branch in t.inputs for u, p in _upstream(branch, None)]
+        upstream = [
+            (by_id[u.id], p, tag, index + 1 if t.two_input else 1)
+            for index, branch in enumerate(t.inputs)
+            for u, p, tag in _upstream(branch, None, None)
+        ]
         basis = "|".join(
-            [t.kind, t.name, *(f"{u.uid}:{p.kind if p else '-'}" for u, p in upstream)]
+            [
+                t.kind,
+                t.name,
+                *(
+                    f"{u.uid}:{p.kind if p else '-'}" + (f":{tag}" if tag else "")
+                    for u, p, tag, _ in upstream
+                ),
+            ]
         )
         occurrence = basis_count.get(basis, 0)
         basis_count[basis] = occurrence + 1
@@ -186,9 +204,12 @@ def _stream_nodes(
                 )
             given_uids[t.uid] = t
         uid = t.uid or _derived_uid(t.name, basis, occurrence)
-        node = StreamNode(t, parallelism, node_max, uid)
-        for up, partitioning in upstream:
-            edge = StreamEdge(up, node, _edge_partitioning(up, node, partitioning))
+        timestamped = t.timestamps or any(up.timestamped for up, _, _, _ in upstream)
+        node = StreamNode(t, parallelism, node_max, uid, timestamped)
+        for up, partitioning, tag, input_index in upstream:
+            edge = StreamEdge(
+                up, node, _edge_partitioning(up, node, partitioning), tag, input_index
+            )
             up.outputs.append(edge)
             node.inputs.append(edge)
         by_id[t.id] = node
@@ -226,6 +247,7 @@ def _chain(nodes: list[StreamNode]) -> JobGraph:
             node.inputs
             and len(parents) == 1
             and not node.keyed
+            and not node.transformation.two_input  # it takes each input from its own edges
             and all(
                 e.partitioning.kind == "forward" and e.source.parallelism == node.parallelism
                 for e in node.inputs

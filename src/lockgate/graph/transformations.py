@@ -29,8 +29,8 @@ REBALANCE = Partitioning("rebalance")
 class Transformation:
     """A node of the user's program.
 
-    ``kind`` is "source", "operator" or "sink" for nodes that run, and "partition" or
-    "union" for virtual nodes that only shape the edges between them.
+    ``kind`` is "source", "operator" or "sink" for nodes that run, and "partition",
+    "union" or "side_output" for virtual nodes that only shape the edges between them.
     """
 
     kind: str
@@ -38,11 +38,16 @@ class Transformation:
     inputs: list[Transformation] = field(default_factory=list)
     operator: Any = None  # runtime operator spec (sources, operators, sinks)
     partitioning: Partitioning | None = None  # for "partition" nodes
+    output_tag: str | None = None  # for "side_output" nodes: the id of the side output
     keyed: bool = False  # an operator whose input is partitioned by key group
     parallelism: int | None = None
     max_parallelism: int | None = None
     fixed_parallelism: bool = False  # e.g. non-parallel sources
     uid: str | None = None
+    #: the operator gives its outputs timestamps (an assigner, a timer or window operator)
+    timestamps: bool = False
+    two_input: bool = False  # inputs[0] and inputs[1] are its first and second input
+    watermark_strategy: Any = None  # of a source read with one (from_source)
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

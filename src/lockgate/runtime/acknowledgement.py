@@ -17,7 +17,15 @@ from lockgate.runtime.source import SplitProgress
 from lockgate.state.manifests import KeyedStateSnapshot
 
 FORMAT = "lockgate-subtask-ack"
-VERSION = 3
+VERSION = 4
+
+
+def watermarks_field(raw: dict[str, Any], where: str) -> dict[str, int]:
+    """Field "watermarks" of a record: operator uid -> watermark."""
+    watermarks = field(raw, "watermarks", dict, where)
+    if not all(type(w) is int for w in watermarks.values()):
+        raise RecordFormatError(f"{where}: field 'watermarks' must map operator uids to ints")
+    return watermarks
 
 
 def ack_name(ack_dir: str, vertex: int, subtask: int, attempt: str) -> str:
@@ -39,6 +47,8 @@ class SubtaskAck:
     source_progress: dict[str, SplitProgress]  # split -> where reading stopped (source subtasks)
     state: KeyedStateSnapshot | None  # keyed subtasks
     operators: dict[str, Any]  # operator uid -> operator state
+    watermarks: dict[str, int]  # operator uid -> its watermark at the end of the epoch
+    next_timer_ms: int | None  # when its earliest processing-time timer is due
     restored: bool  # rebuilt from files rather than found live in its host
     location: str  # the Spark host of the subtask's host ("" in local mode)
     duration_ms: float
@@ -60,6 +70,8 @@ class SubtaskAck:
                 },
                 "state": self.state.to_json() if self.state is not None else None,
                 "operators": self.operators,
+                "watermarks": self.watermarks,
+                "next_timer_ms": self.next_timer_ms,
                 "restored": self.restored,
                 "location": self.location,
                 "duration_ms": self.duration_ms,
@@ -88,6 +100,8 @@ class SubtaskAck:
             source_progress=source_progress,
             state=KeyedStateSnapshot.from_json(state, where) if state is not None else None,
             operators=field(body, "operators", dict, where),
+            watermarks=watermarks_field(body, where),
+            next_timer_ms=field(body, "next_timer_ms", (int, type(None)), where),
             restored=field(body, "restored", bool, where),
             location=field(body, "location", str, where),
             duration_ms=float(field(body, "duration_ms", (int, float), where)),

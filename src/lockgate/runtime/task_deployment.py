@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.runtime.acknowledgement import watermarks_field
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
 from lockgate.state.rocksdb import RocksDBSettings
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
-VERSION = 1
+DESCRIPTOR_VERSION = 1
+RESTORE_VERSION = 2
 
 
 def _load(data: bytes, where: str) -> Any:
@@ -127,12 +129,12 @@ class TaskDeploymentDescriptor:
             "batch_records": self.batch_bounds.records,
             "batch_bytes": self.batch_bounds.bytes,
         }
-        return json.dumps(envelope(DESCRIPTOR_FORMAT, VERSION, body)).encode()
+        return json.dumps(envelope(DESCRIPTOR_FORMAT, DESCRIPTOR_VERSION, body)).encode()
 
     @staticmethod
     def decode(data: bytes) -> TaskDeploymentDescriptor:
         where = "the task deployment descriptor"
-        body = open_envelope(_load(data, where), DESCRIPTOR_FORMAT, VERSION, where)
+        body = open_envelope(_load(data, where), DESCRIPTOR_FORMAT, DESCRIPTOR_VERSION, where)
         where = f"{where} of task {body.get('vertex')!r} epoch {body.get('epoch')!r}"
         return TaskDeploymentDescriptor(
             vertex=field(body, "vertex", int, where),
@@ -167,6 +169,7 @@ class SubtaskRestore:
     attempt: str | None  # accepted for epoch n-1: the one version a worker may reuse
     keyed: KeyedStateManifest | None  # keyed subtasks
     operators: dict[str, Any]  # operator uid -> operator state
+    watermarks: dict[str, int]  # operator uid -> watermark
     claimed: bool  # false: the keyed files belong to another job's checkpoint (NO_CLAIM)
 
     def encode(self) -> bytes:
@@ -177,16 +180,18 @@ class SubtaskRestore:
             "attempt": self.attempt,
             "keyed": self.keyed.to_json() if self.keyed is not None else None,
             "operators": self.operators,
+            "watermarks": self.watermarks,
             "claimed": self.claimed,
         }
-        return json.dumps(envelope(RESTORE_FORMAT, VERSION, body), separators=(",", ":")).encode()
+        document = envelope(RESTORE_FORMAT, RESTORE_VERSION, body)
+        return json.dumps(document, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(data: bytes, vertex: int, subtask: int, run: str) -> SubtaskRestore:
         """The restore of subtask ``subtask`` of task ``vertex`` in run ``run``; another
         one (a partition routed wrongly, a stale run) is an error."""
         where = f"the restore of subtask {subtask} of task {vertex} (run {run})"
-        body = open_envelope(_load(data, where), RESTORE_FORMAT, VERSION, where)
+        body = open_envelope(_load(data, where), RESTORE_FORMAT, RESTORE_VERSION, where)
         keyed: dict[str, Any] | None = field(body, "keyed", (dict, type(None)), where)
         restore = SubtaskRestore(
             vertex=field(body, "vertex", int, where),
@@ -195,6 +200,7 @@ class SubtaskRestore:
             attempt=field(body, "attempt", (str, type(None)), where),
             keyed=manifest_from_json(keyed, where) if keyed is not None else None,
             operators=field(body, "operators", dict, where),
+            watermarks=watermarks_field(body, where),
             claimed=field(body, "claimed", bool, where),
         )
         if (restore.vertex, restore.subtask, restore.run) != (vertex, subtask, run):

@@ -28,6 +28,8 @@ from lockgate.state.interfaces import (
     ValueState,
 )
 from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.namespaces import NAMESPACED, NamespaceMerging, namespaced_kind
+from lockgate.state.timer_queues import TIMERS_KIND, HeapTimerQueue
 from lockgate.state.ttl import (
     TtlSettings,
     TtlState,
@@ -83,8 +85,27 @@ class HeapValueState(_HeapState, ValueState):
         self._dirty.add(ctx.group)
 
 
-class HeapListState(_HeapState, ListState):
+class _HeapMerging(_HeapState, NamespaceMerging):
     __slots__ = ()
+
+    def _raw(self) -> Any:
+        ctx = self._ctx
+        return self._groups[ctx.group].get(ctx.key)
+
+    def _store(self, value: Any) -> None:
+        ctx = self._ctx
+        if value is None:
+            self._groups[ctx.group].pop(ctx.key, None)
+        else:
+            self._groups[ctx.group][ctx.key] = value
+        self._dirty.add(ctx.group)
+
+
+class HeapListState(_HeapMerging, ListState):
+    __slots__ = ()
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return a + b
 
     def get(self) -> list[Any]:
         """A copy, as PyFlink hands out: changing it does not change the state."""
@@ -170,8 +191,11 @@ class HeapMapState(_HeapState, MapState):
 _EMPTY_MAP: dict[Any, Any] = {}
 
 
-class HeapReducingState(_HeapState, ReducingState):
+class HeapReducingState(_HeapMerging, ReducingState):
     __slots__ = ("_reduce",)
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return self._reduce(a, b)
 
     def __init__(
         self,
@@ -195,8 +219,11 @@ class HeapReducingState(_HeapState, ReducingState):
         self._dirty.add(ctx.group)
 
 
-class HeapAggregatingState(_HeapState, AggregatingState):
+class HeapAggregatingState(_HeapMerging, AggregatingState):
     __slots__ = ("_agg",)
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return self._agg.merge(a, b)
 
     def __init__(
         self, groups: dict[int, dict[Any, Any]], ctx: KeyContext, dirty: set[int], agg: Any
@@ -242,6 +269,8 @@ def kind_mismatch(name: str, known_kind: str, kind: str) -> ValueError:
     hint = ""
     if known_kind.startswith("ttl-") != kind.startswith("ttl-"):
         hint = " (state TTL cannot be turned on or off for an existing state)"
+    elif known_kind.endswith(NAMESPACED) != kind.endswith(NAMESPACED):
+        hint = " (a state is kept per window or per key, not both: give each its own name)"
     return ValueError(
         f"state {name!r} was registered as {known_kind} state and cannot be used as "
         f"{kind} state{hint}"
@@ -267,6 +296,7 @@ class HeapKeyedStateBackend:
         self.key_groups = key_groups
         self.max_parallelism = max_parallelism
         self.ctx = KeyContext()
+        self.ns_ctx = KeyContext()  # of namespaced states: its key is (key, namespace)
         self.dirty: set[int] = set()  # key groups changed since the last snapshot
         # state name -> key group -> key -> value; only the subtask's key groups exist, so a
         # key of another subtask fails loudly instead of landing in a wrong group
@@ -288,31 +318,13 @@ class HeapKeyedStateBackend:
     def get_current_key(self) -> Any:
         return self.ctx.key
 
-    def get_state(self, descriptor: StateDescriptor) -> State:
+    def get_state(self, descriptor: StateDescriptor, namespaced: bool = False) -> State:
+        """The state ``descriptor`` names, per key, or per key and namespace (read from
+        ``ns_ctx``)."""
         if descriptor.ttl_config is not None:
-            return self._get_ttl_state(descriptor)
+            return self._get_ttl_state(descriptor, namespaced)
         name = descriptor.name
-        known_kind = self._kinds.get(name)
-        if known_kind is not None and known_kind != descriptor.kind:
-            raise kind_mismatch(name, known_kind, descriptor.kind)
-        state = self._states.get(name)
-        if state is None:
-            groups = self._tables.setdefault(name, self._empty_groups())
-            self._kinds[name] = descriptor.kind
-            state = self._states[name] = _create_state(descriptor, groups, self.ctx, self.dirty)
-        return state
-
-    # State TTL -----------------------------------------------------------------------------
-
-    def _get_ttl_state(self, descriptor: StateDescriptor) -> State:
-        """A state with TTL: a wrapper over a raw heap state of the same name, registered
-        under its stored kind (``"ttl-value"``, ...); without an enabled TTL, a plain one."""
-        settings = ttl_settings(descriptor)
-        if settings is None:  # TTL config with UpdateType.Disabled
-            descriptor = _without_ttl(descriptor)
-            return self.get_state(descriptor)
-        name = descriptor.name
-        kind = stored_kind(descriptor)
+        kind = namespaced_kind(descriptor.kind) if namespaced else descriptor.kind
         known_kind = self._kinds.get(name)
         if known_kind is not None and known_kind != kind:
             raise kind_mismatch(name, known_kind, kind)
@@ -320,9 +332,43 @@ class HeapKeyedStateBackend:
         if state is None:
             groups = self._tables.setdefault(name, self._empty_groups())
             self._kinds[name] = kind
+            ctx = self.ns_ctx if namespaced else self.ctx
+            state = self._states[name] = _create_state(descriptor, groups, ctx, self.dirty)
+        return state
+
+    def timer_queue(self, name: str) -> HeapTimerQueue:
+        """The timers named ``name`` (one queue per operator and time domain)."""
+        known_kind = self._kinds.get(name)
+        if known_kind is not None and known_kind != TIMERS_KIND:
+            raise kind_mismatch(name, known_kind, TIMERS_KIND)
+        self._kinds[name] = TIMERS_KIND
+        groups = self._tables.setdefault(name, self._empty_groups())
+        return HeapTimerQueue(groups, self.dirty)
+
+    # State TTL -----------------------------------------------------------------------------
+
+    def _get_ttl_state(self, descriptor: StateDescriptor, namespaced: bool) -> State:
+        """A state with TTL: a wrapper over a raw heap state of the same name, registered
+        under its stored kind (``"ttl-value"``, ...); without an enabled TTL, a plain one."""
+        settings = ttl_settings(descriptor)
+        if settings is None:  # TTL config with UpdateType.Disabled
+            descriptor = _without_ttl(descriptor)
+            return self.get_state(descriptor, namespaced)
+        name = descriptor.name
+        kind = stored_kind(descriptor)
+        if namespaced:
+            kind = namespaced_kind(kind)
+        known_kind = self._kinds.get(name)
+        if known_kind is not None and known_kind != kind:
+            raise kind_mismatch(name, known_kind, kind)
+        state = self._states.get(name)
+        if state is None:
+            groups = self._tables.setdefault(name, self._empty_groups())
+            self._kinds[name] = kind
+            ctx = self.ns_ctx if namespaced else self.ctx
             state = wrap_with_ttl(
                 descriptor,
-                lambda raw: _create_state(raw, groups, self.ctx, self.dirty),
+                lambda raw: _create_state(raw, groups, ctx, self.dirty),
                 self.ttl_clock,
             )
             self._states[name] = self._ttl_states[name] = state

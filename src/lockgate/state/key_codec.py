@@ -119,6 +119,12 @@ def _encode_int(value: int, out: bytearray) -> None:
         out += data
 
 
+def decode_key_prefix(data: bytes, start: int = 0) -> tuple[Any, int]:
+    """The key encoded at ``data[start:]`` and where its encoding ends (keys are
+    prefix-free, so what follows is not part of it)."""
+    return _decode(memoryview(data), start)
+
+
 def decode_key(data: bytes) -> Any:
     key, end = _decode(memoryview(data), 0)
     if end != len(data):

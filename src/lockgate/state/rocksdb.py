@@ -49,6 +49,8 @@ from lockgate.state.interfaces import (
 )
 from lockgate.state.key_codec import decode_key, encode_key
 from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.namespaces import NamespaceMerging, namespaced_kind
+from lockgate.state.timer_queues import TIMERS_KIND, RocksDBTimerQueue
 from lockgate.state.ttl import (
     TtlState,
     processing_time_ms,
@@ -126,9 +128,9 @@ class _CachedState:
 
     __slots__ = ("_backend", "_cache", "_ctx", "_dirty", "_first", "_last", "_sid")
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int):
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int, ctx: KeyContext):
         self._backend = backend
-        self._ctx = backend.ctx
+        self._ctx = ctx
         self._sid = sid
         self._first = backend.key_groups.start
         self._last = backend.key_groups.end
@@ -195,8 +197,21 @@ class RocksDBValueState(_CachedState, ValueState):
         self._set(value)
 
 
-class RocksDBListState(_CachedState, ListState):
+class _CachedMerging(_CachedState, NamespaceMerging):
     __slots__ = ()
+
+    def _raw(self) -> Any:
+        return self._current()
+
+    def _store(self, value: Any) -> None:
+        self._set(value)
+
+
+class RocksDBListState(_CachedMerging, ListState):
+    __slots__ = ()
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return a + b
 
     def get(self) -> list[Any]:
         return list(self._current() or ())
@@ -227,14 +242,21 @@ class RocksDBListState(_CachedState, ListState):
         self._set(list(values) if values else None)
 
 
-class RocksDBReducingState(_CachedState, ReducingState):
+class RocksDBReducingState(_CachedMerging, ReducingState):
     __slots__ = ("_reduce",)
 
     def __init__(
-        self, backend: RocksDBKeyedStateBackend, sid: int, reduce: Callable[[Any, Any], Any]
+        self,
+        backend: RocksDBKeyedStateBackend,
+        sid: int,
+        ctx: KeyContext,
+        reduce: Callable[[Any, Any], Any],
     ) -> None:
-        super().__init__(backend, sid)
+        super().__init__(backend, sid, ctx)
         self._reduce = reduce
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return self._reduce(a, b)
 
     def get(self) -> Any:
         return self._current()
@@ -244,12 +266,17 @@ class RocksDBReducingState(_CachedState, ReducingState):
         self._set(value if current is None else self._reduce(current, value))
 
 
-class RocksDBAggregatingState(_CachedState, AggregatingState):
+class RocksDBAggregatingState(_CachedMerging, AggregatingState):
     __slots__ = ("_agg",)
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int, agg: Any) -> None:
-        super().__init__(backend, sid)
+    def __init__(
+        self, backend: RocksDBKeyedStateBackend, sid: int, ctx: KeyContext, agg: Any
+    ) -> None:
+        super().__init__(backend, sid, ctx)
         self._agg = agg
+
+    def _merge(self, a: Any, b: Any) -> Any:
+        return self._agg.merge(a, b)
 
     def get(self) -> Any:
         accumulator = self._current()
@@ -270,9 +297,9 @@ class RocksDBMapState(MapState):
 
     __slots__ = ("_backend", "_ctx", "_last", "_sid")
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int):
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: int, ctx: KeyContext):
         self._backend = backend
-        self._ctx = backend.ctx
+        self._ctx = ctx
         self._sid = sid
         self._last: tuple[Any, int, bytes] = (None, -1, b"")  # key, key group, prefix
 
@@ -365,11 +392,12 @@ class RocksDBKeyedStateBackend:
         self.path = path
         self.settings = settings
         self.ctx = KeyContext()
+        self.ns_ctx = KeyContext()  # of namespaced states: its key is (key, namespace)
         self.db = open_instance(path, settings)
         raw = self.db.get(_REGISTRY_KEY)
         self._registry: dict[str, list[Any]] = json.loads(raw) if raw is not None else {}
         self._states: dict[str, State] = {}
-        self.cached_states: list[_CachedState] = []
+        self.cached_states: list[_CachedState | RocksDBTimerQueue] = []
         # Names uploads of this instance's files apart from those of other instances
         self.instance_id = os.path.basename(path)
         self.uploaded: dict[str, str] = {}  # SST file name -> URL in checkpoint storage
@@ -397,22 +425,42 @@ class RocksDBKeyedStateBackend:
     def kinds(self) -> dict[str, str]:
         return {name: kind for name, (_, kind) in self._registry.items()}
 
-    def get_state(self, descriptor: StateDescriptor) -> State:
+    def get_state(self, descriptor: StateDescriptor, namespaced: bool = False) -> State:
+        """The state ``descriptor`` names, per key, or per key and namespace (read from
+        ``ns_ctx``)."""
         name = descriptor.name
         ttl = ttl_settings(descriptor) if descriptor.ttl_config is not None else None
         kind = descriptor.kind if ttl is None else ttl.stored_kind
+        if namespaced:
+            kind = namespaced_kind(kind)
         state = self._states.get(name)
         if state is not None:
             self._check_kind(name, kind)
             return state
         sid = self._register(name, kind)
+        ctx = self.ns_ctx if namespaced else self.ctx
         if ttl is None:
-            state = self._create(descriptor, sid)
+            state = self._create(descriptor, sid, ctx)
         else:
-            state = wrap_with_ttl(descriptor, lambda raw: self._create(raw, sid), self.ttl_clock)
+            state = wrap_with_ttl(
+                descriptor, lambda raw: self._create(raw, sid, ctx), self.ttl_clock
+            )
             self._ttl_states[sid] = state
         self._states[name] = state
         return state
+
+    def timer_queue(self, name: str) -> RocksDBTimerQueue:
+        """The timers named ``name`` (one queue per operator and time domain)."""
+        queue = RocksDBTimerQueue(
+            self.db,
+            _PREFIX,
+            self._register(name, TIMERS_KIND),
+            self.key_groups,
+            self.settings.cache_entries,
+            self.write_back,
+        )
+        self.cached_states.append(queue)
+        return queue
 
     def _check_kind(self, name: str, kind: str) -> None:
         known = self._registry[name][1]
@@ -429,17 +477,17 @@ class RocksDBKeyedStateBackend:
         self.db.put(_REGISTRY_KEY, json.dumps(self._registry).encode())
         return sid
 
-    def _create(self, descriptor: StateDescriptor, sid: int) -> State:
+    def _create(self, descriptor: StateDescriptor, sid: int, ctx: KeyContext) -> State:
         if isinstance(descriptor, ValueStateDescriptor):
-            return RocksDBValueState(self, sid)
+            return RocksDBValueState(self, sid, ctx)
         if isinstance(descriptor, ListStateDescriptor):
-            return RocksDBListState(self, sid)
+            return RocksDBListState(self, sid, ctx)
         if isinstance(descriptor, MapStateDescriptor):
-            return RocksDBMapState(self, sid)
+            return RocksDBMapState(self, sid, ctx)
         if isinstance(descriptor, ReducingStateDescriptor):
-            return RocksDBReducingState(self, sid, descriptor.reduce)
+            return RocksDBReducingState(self, sid, ctx, descriptor.reduce)
         if isinstance(descriptor, AggregatingStateDescriptor):
-            return RocksDBAggregatingState(self, sid, descriptor.agg_function)
+            return RocksDBAggregatingState(self, sid, ctx, descriptor.agg_function)
         raise TypeError(f"unsupported state descriptor {descriptor!r}")
 
     # Snapshots -----------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def test_encoding_is_deterministic_json_with_format_version_and_checksum():
     assert data == encode(CheckpointMetadata.from_json(json.loads(data)["body"], PATH))
     envelope = json.loads(data)
     assert envelope["format"] == metadata.FORMAT == "lockgate-checkpoint"
-    assert envelope["version"] == metadata.VERSION == 2
+    assert envelope["version"] == metadata.VERSION == 3
     assert len(envelope["sha256"]) == 64
     assert envelope["body"] == BODY.to_json()
     assert not data.startswith(b"\x80")  # not a pickle
@@ -158,7 +158,7 @@ def test_a_foreign_json_file_is_not_a_lockgate_checkpoint(document):
     assert str(info.value) == f"{PATH} is not a lockgate checkpoint metadata file"
 
 
-@pytest.mark.parametrize("version", [3, 0, None, "1"])
+@pytest.mark.parametrize("version", [4, 0, None, "1"])
 def test_an_unknown_version_names_the_path_and_both_versions(version):
     envelope = json.loads(encode(BODY))
     envelope["version"] = version

@@ -9,6 +9,7 @@ import pytest
 
 from lockgate.common import Row
 from lockgate.datastream.data_stream import FieldAggregator
+from lockgate.runtime.taskexecutor.context import RecordTimestamp
 from lockgate.runtime.taskexecutor.operators import OperatorContext, OperatorSpec
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.key_groups import KeyGroupRange
@@ -178,7 +179,7 @@ def test_position_must_be_an_int_or_a_name(position):
 
 def run_keyed_aggregation(kind, position, records):
     backend = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
-    ctx = OperatorContext("Agg", "agg-uid", 0, 1, None, backend, [])
+    ctx = OperatorContext("Agg", "agg-uid", 0, 1, None, backend, [], RecordTimestamp())
     operator = OperatorSpec("reduce", FieldAggregator(kind, position)).create(ctx, keyed=True)
     emitted = []
     operator.emit = emitted.append

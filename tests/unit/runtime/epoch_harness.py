@@ -129,9 +129,9 @@ class _Session:
         return self._call(self.host.source, assignment, payload)
 
     def batch(
-        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes | None
+        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes
     ) -> list[Output]:
-        return self._call(self.host.batch, edge, sender, attempt, blob)
+        return self._call(self.host.batch, edge, sender, attempt, sequence, blob)
 
     def finish(self) -> list[Output]:
         outputs, done = self._call(self.host.finish)

@@ -28,6 +28,8 @@ def an_ack(**changes) -> SubtaskAck:
             3,
         ),
         operators={"sink": {"next_part": 3}},
+        watermarks={"sink": 1200, "source": 9000},
+        next_timer_ms=1_700_000_000_000,
         restored=False,
         location="10.0.0.7",
         duration_ms=12.5,

@@ -9,6 +9,7 @@ coordinator decides whether the epoch ends with a checkpoint.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -53,7 +54,12 @@ class EpochPlanner:
         enumerators = state.enumerators
         assignments = {vid: e.plan(max_records) for vid, e in enumerators.items()}
         finished = all(e.is_finished() for e in enumerators.values())
-        if not any(assignments.values()) and not finished and not self._idle_checkpoint_due(state):
+        if (
+            not any(assignments.values())
+            and not finished
+            and not self._idle_checkpoint_due(state)
+            and not self._timer_due(state)
+        ):
             return None
         end_of_input = all(e.is_finished() or e.will_finish() for e in enumerators.values())
         checkpoint = self.coordinator.due(end_of_input)
@@ -97,6 +103,7 @@ class EpochPlanner:
                     attempt=acks[(vertex.id, index)].attempt,
                     keyed=None,  # sources are not keyed
                     operators=acks[(vertex.id, index)].operators,
+                    watermarks=acks[(vertex.id, index)].watermarks,
                     claimed=True,  # as after every epoch (JobState.apply_acks)
                 ).encode()
                 for index in range(vertex.parallelism)
@@ -183,6 +190,12 @@ class EpochPlanner:
         }
         source_restores = {v.id: restores[v.id] for v in vertices if v.is_source}
         return replace(frame, tasks=tasks, source_restores=source_restores)
+
+    @staticmethod
+    def _timer_due(state: JobState) -> bool:
+        """A processing-time timer is due: an epoch without input fires it."""
+        due = state.next_processing_timer()
+        return due is not None and due <= time.time() * 1000
 
     def _idle_checkpoint_due(self, state: JobState) -> bool:
         """A checkpoint is due on the clock, input or not: an empty epoch then commits what

@@ -185,8 +185,12 @@ class JobMaster:
             plan = self.planner.plan(
                 self.state, self.failover.generation, self.epoch_cap.value, graph
             )
-        if plan is None:
-            self._cancelled.wait(self.settings.idle_poll_s)  # nothing new to read yet
+        if plan is None:  # nothing new to read yet: poll again, or wake for a timer
+            wait_s = self.settings.idle_poll_s
+            timer = self.state.next_processing_timer()
+            if timer is not None:
+                wait_s = min(wait_s, max(0.0, timer / 1000 - time.time()))
+            self._cancelled.wait(wait_s)
             return None
         started = time.perf_counter()
         timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None

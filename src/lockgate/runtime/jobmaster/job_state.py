@@ -36,6 +36,10 @@ class JobState:
         self.enumerators: dict[int, SplitEnumerator] = {}
         self.manifests: dict[int, dict[int, KeyedStateManifest]] = {}
         self.operator_states: dict[int, dict[int, dict[str, Any]]] = {}
+        self.watermarks: dict[int, dict[int, dict[str, int]]] = {}  # task -> subtask -> uid
+        # (task, subtask) -> when its earliest processing-time timer is due; None: not known
+        # (after a restore, until the first epoch reports)
+        self.processing_timers: dict[tuple[int, int], int] | None = {}
         # (task, subtask) -> version of the subtask whose ack was accepted: a worker may keep
         # using a subtask it holds only if it is that version
         self.versions: dict[tuple[int, int], str] = {}
@@ -57,6 +61,8 @@ class JobState:
             for v, _ in self.job.stateful_nodes
         }
         self.operator_states = {v.id: {} for v in self.job.vertices}
+        self.watermarks = {v.id: {} for v in self.job.vertices}
+        self.processing_timers = {}
         self.versions = {}
         self.claimed = True
 
@@ -64,10 +70,16 @@ class JobState:
 
     def apply_acks(self, epoch: int, acks: list[SubtaskAck]) -> None:
         progress_by_source: dict[int, dict[str, SplitProgress]] = {}
+        timers = self.processing_timers if self.processing_timers is not None else {}
         for ack in acks:
             vertex_id, index = ack.vertex, ack.subtask
+            if ack.next_timer_ms is None:
+                timers.pop((vertex_id, index), None)
+            else:
+                timers[(vertex_id, index)] = ack.next_timer_ms
             self.versions[(vertex_id, index)] = ack.attempt
             self.operator_states[vertex_id][index] = ack.operators
+            self.watermarks[vertex_id][index] = ack.watermarks
             if vertex_id in self.enumerators:
                 progress_by_source.setdefault(vertex_id, {}).update(ack.source_progress)
             if ack.state is not None:
@@ -75,8 +87,16 @@ class JobState:
                 self.manifests[vertex_id][index] = manifest.advanced(ack.state.changes)
         for vertex_id, progress in progress_by_source.items():
             self.enumerators[vertex_id].acknowledge(progress)
+        self.processing_timers = timers
         self.epoch = epoch
         self.claimed = True  # every subtask ran the epoch, on state of its own
+
+    def next_processing_timer(self) -> int | None:
+        """When the earliest processing-time timer of the job is due: 0 when not known (an
+        epoch then finds out), None when there is none."""
+        if self.processing_timers is None:
+            return 0
+        return min(self.processing_timers.values(), default=None)
 
     def restore_for(self, vertex: Any, run: str) -> list[SubtaskRestore]:
         """What each subtask of a task needs to rebuild itself if it is not in memory."""
@@ -89,6 +109,7 @@ class JobState:
                 attempt=self.versions.get((vertex.id, index)),
                 keyed=keyed.get(index),
                 operators=self.operator_states[vertex.id].get(index, {}),
+                watermarks=self.watermarks[vertex.id].get(index, {}),
                 claimed=self.claimed,
             )
             for index in range(vertex.parallelism)
@@ -120,6 +141,7 @@ class JobState:
                 subtasks = []
                 for index in range(vertex.parallelism):
                     states = self.operator_states[vertex.id].get(index, {})
+                    watermark = self.watermarks[vertex.id].get(index, {}).get(node.uid)
                     key_groups = None
                     manifest = None
                     if keyed:
@@ -127,7 +149,9 @@ class JobState:
                         key_groups = (kg.start, kg.end)
                         manifest = self.manifests[vertex.id][index]
                     subtasks.append(
-                        OperatorSubtaskState(index, states.get(node.uid), manifest, key_groups)
+                        OperatorSubtaskState(
+                            index, states.get(node.uid), manifest, key_groups, watermark
+                        )
                     )
                 enumerator = self.enumerators.get(vertex.id) if node.is_source else None
                 operators[node.uid] = OperatorState(
@@ -189,6 +213,9 @@ class JobState:
                 if subtask.operator_state is not None:
                     states = self.operator_states[vertex.id].setdefault(subtask.index, {})
                     states[uid] = subtask.operator_state
+                if subtask.watermark is not None:
+                    watermarks = self.watermarks[vertex.id].setdefault(subtask.index, {})
+                    watermarks[uid] = subtask.watermark
                 keyed = subtask.keyed
                 if node is vertex.head and vertex.keyed and keyed and not keyed.is_empty():
                     written_by = keyed.backend
@@ -210,3 +237,5 @@ class JobState:
         self.epoch = checkpoint.epoch
         self.committed_epoch = checkpoint.epoch
         self.claimed = not foreign
+        if self.job.stateful_nodes:  # restored timers may be due: run an epoch to see
+            self.processing_timers = None

@@ -20,6 +20,7 @@ from typing import Any
 
 from lockgate.runtime.task_deployment import BatchBounds
 from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, resolve_callable
+from lockgate.runtime.taskexecutor.watermarks import ChannelEnd
 from lockgate.state.key_groups import murmur_hash
 from lockgate.state.key_hash import stable_key_hash
 
@@ -31,10 +32,19 @@ class ChannelWriter(Operator):
 
     A buffer is flushed when the next record for its target would take it past a bound, not
     as soon as it is full: one check per record instead of two, and the same batches (a full
-    buffer waits for the next record to its target, or the end of the epoch).
+    buffer waits for the next record to its target, or the end of the epoch). On a
+    ``timestamped`` edge (one whose records can carry timestamps) each batch also carries
+    the records' timestamps, as a column.
     """
 
-    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int, bounds: BatchBounds):
+    def __init__(
+        self,
+        ctx: OperatorContext,
+        edge_id: int,
+        targets: int,
+        bounds: BatchBounds,
+        timestamped: bool,
+    ):
         super().__init__(ctx)
         self.edge_id = edge_id
         self.targets = targets
@@ -42,36 +52,52 @@ class ChannelWriter(Operator):
         self.max_bytes = bounds.bytes
         self.buffers: list[list[Any]] = [[] for _ in range(targets)]
         self.sizes = [0] * targets  # bytes in each buffer
+        self.record = ctx.record
+        self.timestamps: list[list[int]] | None = (
+            [[] for _ in range(targets)] if timestamped else None
+        )
         self.sequence = 0
 
     def partition(self, buffer_index: int) -> int:
         return buffer_index
 
-    def flush(self, buffer_index: int) -> None:
+    def contents(self, buffer_index: int) -> Any:
+        """What a batch holds: the pickled records, and their timestamps if the edge has
+        them. Takes them out of the buffers."""
         buffer = self.buffers[buffer_index]
-        if buffer:
-            batch = dumps(buffer, HIGHEST_PROTOCOL)
+        self.buffers[buffer_index] = []
+        self.sizes[buffer_index] = 0
+        if self.timestamps is None:
+            return buffer
+        timestamps = self.timestamps[buffer_index]
+        self.timestamps[buffer_index] = []
+        return buffer, timestamps
+
+    def flush(self, buffer_index: int) -> None:
+        if self.buffers[buffer_index]:
+            batch = dumps(self.contents(buffer_index), HIGHEST_PROTOCOL)
             self.ctx.outbox.append(
                 (self.partition(buffer_index), self.edge_id, self.sequence, batch)
             )
             self.sequence += 1
-            self.buffers[buffer_index] = []
-            self.sizes[buffer_index] = 0
 
-    def end_epoch(self) -> None:
-        """Flush, then tell every target which attempt sent this epoch's output, even when
-        it sent nothing: the driver accepts the attempts whose output was consumed."""
+    def end_channels(self, end: ChannelEnd) -> None:
+        """Flush, then end every target's epoch with a marker carrying ``end`` (the
+        watermark), even when nothing was sent: it also tells the receiver which attempt
+        sent this epoch's output (the driver accepts the attempts whose output was
+        consumed)."""
+        marker = end.encode()
         for buffer_index in range(len(self.buffers)):
             self.flush(buffer_index)
-            self.ctx.outbox.append((self.partition(buffer_index), self.edge_id, -1, None))
+            self.ctx.outbox.append((self.partition(buffer_index), self.edge_id, -1, marker))
         self.sequence = 0
 
 
 class ForwardWriter(ChannelWriter):
     """Subtask i sends to subtask i of a task with the same parallelism."""
 
-    def __init__(self, ctx: OperatorContext, edge_id: int, bounds: BatchBounds):
-        super().__init__(ctx, edge_id, 1, bounds)
+    def __init__(self, ctx: OperatorContext, edge_id: int, bounds: BatchBounds, timestamped: bool):
+        super().__init__(ctx, edge_id, 1, bounds, timestamped)
 
     def partition(self, buffer_index: int) -> int:
         return self.ctx.index
@@ -86,13 +112,23 @@ class ForwardWriter(ChannelWriter):
             size = len(data)
         buffer.append(data)
         self.sizes[0] = size
+        if self.timestamps is not None:
+            self.timestamps[0].append(self.record.value)
 
 
 class RebalanceWriter(ChannelWriter):
-    """Round-robin over the targets, starting at a subtask-dependent offset."""
+    """Round-robin over the targets, starting at a subtask-dependent offset each epoch (so
+    that where a record goes depends only on the epoch's records)."""
 
-    def __init__(self, ctx: OperatorContext, edge_id: int, targets: int, bounds: BatchBounds):
-        super().__init__(ctx, edge_id, targets, bounds)
+    def __init__(
+        self,
+        ctx: OperatorContext,
+        edge_id: int,
+        targets: int,
+        bounds: BatchBounds,
+        timestamped: bool,
+    ):
+        super().__init__(ctx, edge_id, targets, bounds, timestamped)
         self.next_target = ctx.index % targets
 
     def process(self, value: Any) -> None:
@@ -107,6 +143,12 @@ class RebalanceWriter(ChannelWriter):
             size = len(data)
         buffer.append(data)
         self.sizes[target] = size
+        if self.timestamps is not None:
+            self.timestamps[target].append(self.record.value)
+
+    def end_channels(self, end: ChannelEnd) -> None:
+        super().end_channels(end)
+        self.next_target = self.ctx.index % self.targets
 
 
 # Per process: key -> key group, by max parallelism.
@@ -125,12 +167,13 @@ class KeyGroupWriter(ChannelWriter):
         ctx: OperatorContext,
         edge_id: int,
         targets: int,
+        bounds: BatchBounds,
+        timestamped: bool,
         key_selector: Any,
         max_parallelism: int,
         target_name: str,
-        bounds: BatchBounds,
     ):
-        super().__init__(ctx, edge_id, targets, bounds)
+        super().__init__(ctx, edge_id, targets, bounds, timestamped)
         self.key_fn: Callable[[Any], Any] = resolve_callable(key_selector, "get_key", "KeySelector")
         self.max_parallelism = max_parallelism
         self.target_name = target_name
@@ -166,8 +209,13 @@ class KeyGroupWriter(ChannelWriter):
         buffer.append(data)
         self.group_buffers[target].append(key_group)
         self.sizes[target] = size
+        if self.timestamps is not None:
+            self.timestamps[target].append(self.record.value)
 
-    def process_batch(self, values: Any) -> None:
+    def process_batch(self, values: Any, timestamps: list[int] | None = None) -> None:
+        if timestamps is not None or self.timestamps is not None:
+            super().process_batch(values, timestamps)  # record by record, with timestamps
+            return
         key_fn = self.key_fn
         cached = self.key_groups.get
         target_of = self.target_of
@@ -196,12 +244,11 @@ class KeyGroupWriter(ChannelWriter):
             group_buffers[target].append(key_group)
             sizes[target] = size
 
-    def flush(self, buffer_index: int) -> None:
-        buffer = self.buffers[buffer_index]
-        if buffer:
-            batch = dumps((self.group_buffers[buffer_index], buffer), HIGHEST_PROTOCOL)
-            self.ctx.outbox.append((buffer_index, self.edge_id, self.sequence, batch))
-            self.sequence += 1
-            self.buffers[buffer_index] = []
-            self.group_buffers[buffer_index] = []
-            self.sizes[buffer_index] = 0
+    def contents(self, buffer_index: int) -> Any:
+        """(key groups, pickled records[, timestamps])."""
+        groups = self.group_buffers[buffer_index]
+        self.group_buffers[buffer_index] = []
+        contents = super().contents(buffer_index)
+        if self.timestamps is None:
+            return groups, contents
+        return groups, *contents

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from enum import Enum
 from typing import Any
 
-LONG_MIN = -(1 << 63)  # PyFlink's timestamp of a record that has none
+from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
 
 
 class SubtaskRuntimeContext:
@@ -77,40 +78,95 @@ class SubtaskRuntimeContext:
         return self._keyed().get_state(state_descriptor)
 
 
+class TimeDomain(Enum):
+    """PyFlink's ``TimeDomain``: which clock a firing timer belongs to."""
+
+    EVENT_TIME = 0
+    PROCESSING_TIME = 1
+
+
+class RecordTimestamp:
+    """The timestamp of the record a chain is processing (LONG_MIN: it has none).
+
+    One per subtask, shared by its chained operators: a record keeps its timestamp through
+    the chain, except where an operator gives its outputs another one (a timestamp assigner,
+    a firing timer), which sets it around its ``emit`` and puts it back after.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = LONG_MIN
+
+
+def _processing_time() -> int:
+    return time.time_ns() // 1_000_000
+
+
 class TimerService:
-    """Time as a process function sees it. Registering timers needs event-time support."""
+    """What a process function on a non-keyed stream sees of time: the clocks, no timers.
+
+    ``operator`` is the running operator, whose ``watermark`` is the current one."""
+
+    __slots__ = ("_operator",)
+
+    def __init__(self, operator: Any):
+        self._operator = operator
 
     def current_processing_time(self) -> int:
-        return time.time_ns() // 1_000_000
+        return _processing_time()
 
     def current_watermark(self) -> int:
-        return LONG_MIN
+        return int(self._operator.watermark)
 
-    def _unsupported(self, *_: Any) -> None:
-        raise NotImplementedError(
-            "timers are not supported by this version of lockgate yet (event time and timers "
-            "arrive in a later release)"
+    def _keyed_only(self, *_: Any) -> None:
+        raise TypeError(
+            f"operator '{self._operator.ctx.name}' registered or deleted a timer, which only "
+            "a keyed stream has: key the stream with key_by() and use a KeyedProcessFunction"
         )
 
-    register_processing_time_timer = _unsupported
-    register_event_time_timer = _unsupported
-    delete_processing_time_timer = _unsupported
-    delete_event_time_timer = _unsupported
+    register_processing_time_timer = _keyed_only
+    register_event_time_timer = _keyed_only
+    delete_processing_time_timer = _keyed_only
+    delete_event_time_timer = _keyed_only
 
 
-_TIMER_SERVICE = TimerService()
+class KeyedTimerService(TimerService):
+    """A keyed process function's timers: per current key, deduplicated per time."""
+
+    __slots__ = ("_timers",)
+
+    def __init__(self, operator: Any, timers: Any):
+        super().__init__(operator)
+        self._timers = timers  # the operator's InternalTimerService
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._timers.register_event_time_timer(None, timestamp)
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._timers.register_processing_time_timer(None, timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._timers.delete_event_time_timer(None, timestamp)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._timers.delete_processing_time_timer(None, timestamp)
 
 
 class ProcessContext:
     """``ProcessFunction.Context``."""
 
-    __slots__ = ()
+    __slots__ = ("_record", "_timer_service")
+
+    def __init__(self, record: RecordTimestamp, timer_service: TimerService):
+        self._record = record
+        self._timer_service = timer_service
 
     def timestamp(self) -> int:
-        return LONG_MIN
+        return self._record.value
 
     def timer_service(self) -> TimerService:
-        return _TIMER_SERVICE
+        return self._timer_service
 
 
 class KeyedProcessContext(ProcessContext):
@@ -118,8 +174,23 @@ class KeyedProcessContext(ProcessContext):
 
     __slots__ = ("_key_context",)
 
-    def __init__(self, key_context: Any):
+    def __init__(self, record: RecordTimestamp, timer_service: TimerService, key_context: Any):
+        super().__init__(record, timer_service)
         self._key_context = key_context
 
     def get_current_key(self) -> Any:
         return self._key_context.key
+
+
+class OnTimerContext(KeyedProcessContext):
+    """``KeyedProcessFunction.OnTimerContext``: a firing timer's; ``timestamp()`` is the
+    timer's time, in either domain (as PyFlink)."""
+
+    __slots__ = ("domain",)
+
+    def __init__(self, record: RecordTimestamp, timer_service: TimerService, key_context: Any):
+        super().__init__(record, timer_service, key_context)
+        self.domain = TimeDomain.EVENT_TIME
+
+    def time_domain(self) -> TimeDomain:
+        return self.domain

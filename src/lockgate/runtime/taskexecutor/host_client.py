@@ -180,11 +180,11 @@ class HostSession:
         return self._outputs()
 
     def batch(
-        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes | None
+        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes
     ) -> Iterator[Output]:
         encoded = attempt.encode()
         header = protocol.BATCH_HEADER.pack(edge, sender, sequence, len(encoded))
-        protocol.send(self.sock, protocol.BATCH, header, encoded, blob or b"")
+        protocol.send(self.sock, protocol.BATCH, header, encoded, blob)
         return self._outputs()
 
     def finish(self) -> Iterator[Output]:
@@ -202,8 +202,8 @@ class HostSession:
         while True:
             kind, payload = read()
             if kind == protocol.OUTPUT:
-                target, edge, sequence, has_batch = unpack(payload)
-                yield target, edge, sequence, payload[size:] if has_batch else None
+                target, edge, sequence = unpack(payload)
+                yield target, edge, sequence, payload[size:]
             elif kind == protocol.DONE:
                 EpochDone.from_json(protocol.load_json(payload, "an epoch's end"))  # checked
                 return

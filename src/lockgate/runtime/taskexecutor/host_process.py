@@ -35,8 +35,9 @@ log = logging.getLogger("lockgate")
 
 def _send_outputs(conn: socket.socket, outputs: list[Output]) -> None:
     for target, edge, sequence, blob in outputs:
-        header = protocol.OUTPUT_HEADER.pack(target, edge, sequence, blob is not None)
-        protocol.send(conn, protocol.OUTPUT, header, blob or b"")
+        protocol.send(
+            conn, protocol.OUTPUT, protocol.OUTPUT_HEADER.pack(target, edge, sequence), blob
+        )
 
 
 class _Connection:
@@ -92,9 +93,9 @@ class _Connection:
                 edge, sender, sequence, length = protocol.BATCH_HEADER.unpack_from(payload)
                 start = protocol.BATCH_HEADER.size
                 attempt = payload[start : start + length].decode()
-                blob = payload[start + length :] if sequence >= 0 else None
+                blob = payload[start + length :]
                 with working():
-                    outputs = host.batch(edge, sender, attempt, blob)
+                    outputs = host.batch(edge, sender, attempt, sequence, blob)
                 _send_outputs(conn, outputs)
             elif kind == protocol.SOURCE:
                 with working():

@@ -19,7 +19,7 @@ from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 
-VERSION = 2
+VERSION = 3
 
 # Task -> host
 START = 1  # EpochStart
@@ -34,7 +34,7 @@ SPAWN = 7  # HostRequest
 SPAWNED = 17  # HostStarted
 # Host -> task
 NEED_GRAPH = 11
-OUTPUT = 12  # OUTPUT_HEADER and the pickled batch (empty for an end-of-epoch marker)
+OUTPUT = 12  # OUTPUT_HEADER and the pickled batch (an end-of-epoch marker: its ChannelEnd)
 READY = 13  # the last frame is consumed; send the next one
 DONE = 14  # EpochDone
 FAILED = 15  # HostFailure
@@ -42,7 +42,7 @@ RELEASED = 16  # HostReleased
 
 _FRAME = struct.Struct(">BI")
 BATCH_HEADER = struct.Struct(">iiiH")  # edge, sender, sequence, length of the attempt
-OUTPUT_HEADER = struct.Struct(">iiib")  # target, edge, sequence, 1 if a batch follows
+OUTPUT_HEADER = struct.Struct(">iii")  # target, edge, sequence
 _SOURCE_HEADER = struct.Struct(">I")
 
 START_FORMAT = "lockgate-epoch-start"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
@@ -17,9 +18,16 @@ from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.runtime.errors import UserFunctionError, preview
 from lockgate.runtime.taskexecutor.context import (
     KeyedProcessContext,
+    KeyedTimerService,
+    OnTimerContext,
     ProcessContext,
+    RecordTimestamp,
     SubtaskRuntimeContext,
+    TimeDomain,
+    TimerService,
 )
+from lockgate.runtime.taskexecutor.timer_service import InternalTimerService
+from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state.descriptors import ReducingStateDescriptor
 
@@ -35,6 +43,8 @@ class OperatorContext:
     runtime_context: SubtaskRuntimeContext
     keyed_backend: Any
     outbox: list[Any]
+    #: the timestamp of the record being processed, shared by the chain
+    record: RecordTimestamp
     epoch: int = 0
     #: sinks publish only when a checkpoint completes (exactly-once), not per epoch
     commit_on_checkpoint: bool = False
@@ -51,8 +61,13 @@ class Operator:
     """Base of all running operators: a named place in the job that can fail clearly.
 
     Records arrive through ``process``; operators at the head of a keyed task receive
-    them through ``process_keyed`` with their key group and key.
+    them through ``process_keyed`` with their key group and key. ``watermark`` is the
+    operator's event time, which moves at the end of an epoch (``advance_watermark``).
     """
+
+    #: takes records with their key (``process_keyed``) itself; else a keyed task wraps it
+    #: in ``KeyedInput``, which makes each record's key current
+    handles_keys = False
 
     def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         raise TypeError(f"operator '{self.ctx.name}' is not at the head of a keyed task")
@@ -61,6 +76,7 @@ class Operator:
         self.ctx = ctx
         self.function = function
         self.emit: Callable[[Any], None] = _drop
+        self.watermark = LONG_MIN
 
     def open(self) -> None:
         opener = getattr(self.function, "open", None)
@@ -72,30 +88,69 @@ class Operator:
         if closer is not None:
             self._call(closer, what="close()")
 
+    def input(self, index: int) -> Operator:
+        """What the records of input ``index`` (1 or 2) go to: a two-input operator's side,
+        the operator itself for the others."""
+        return self
+
     def end_input(self) -> None:
         """All input of a bounded job has arrived."""
 
     def end_epoch(self) -> None:
         """The epoch's input is consumed; flush anything buffered."""
 
+    def advance_watermark(self, watermark: int, idle: bool) -> tuple[int, bool]:
+        """The epoch ends with the operator's input at ``watermark`` (``idle``: its inputs
+        are idle): fire what is due, and return the operator's output watermark and
+        idleness. A watermark never goes back."""
+        if watermark > self.watermark:
+            self.watermark = watermark
+        return self.watermark, idle
+
+    def advance_processing_time(self, now: int) -> None:
+        """The epoch ends at processing time ``now``: fire the processing-time timers due."""
+
+    def next_processing_time(self) -> int | None:
+        """When the operator's earliest processing-time timer is due (None: none)."""
+        return None
+
     def process(self, value: Any) -> None:
         raise NotImplementedError
 
-    def process_batch(self, values: Any) -> None:
+    def process_batch(self, values: Any, timestamps: list[int] | None = None) -> None:
         process = self.process
-        for value in values:
+        if timestamps is None:
+            for value in values:
+                process(value)
+            return
+        record = self.ctx.record
+        for value, timestamp in zip(values, timestamps, strict=True):
+            record.value = timestamp
             process(value)
+        record.value = LONG_MIN
 
-    def process_keyed_batch(self, key_groups: list[int], data: list[bytes], key_fn: Any) -> None:
-        """One shuffled batch of a keyed input: key groups and pickled values."""
+    def process_keyed_batch(
+        self,
+        key_groups: list[int],
+        data: list[bytes],
+        key_fn: Any,
+        timestamps: list[int] | None = None,
+    ) -> None:
+        """One shuffled batch of a keyed input: key groups, pickled values and (when the
+        edge carries them) timestamps."""
         process_keyed = self.process_keyed
-        for key_group, blob in zip(key_groups, data, strict=True):
+        record = self.ctx.record
+        for key_group, blob, timestamp in zip(
+            key_groups, data, timestamps or repeat(LONG_MIN), strict=False
+        ):
             value = loads(blob)
             try:
                 key = key_fn(value)
             except Exception as exc:
                 raise self.failure(exc, value, "the key selector") from exc
+            record.value = timestamp
             process_keyed(key_group, key, value)
+        record.value = LONG_MIN
 
     def snapshot_state(self) -> Any:
         """Operator state to carry to the next epoch, as JSON (None: stateless)."""
@@ -195,7 +250,7 @@ class ProcessOperator(Operator):
     def __init__(self, ctx: OperatorContext, function: Any):
         super().__init__(ctx, function)
         self.fn = function.process_element
-        self.process_ctx = ProcessContext()
+        self.process_ctx = ProcessContext(ctx.record, TimerService(self))
 
     def process(self, value: Any) -> None:
         emit = self.emit
@@ -236,24 +291,88 @@ class KeyedInput(Operator):
         self.inner.process(value)
 
 
-class KeyedProcessOperator(Operator):
+class TimerFiringOperator(Operator):
+    """An operator whose user function has timers and ``on_timer`` (a keyed process
+    function): ``timers`` and ``timer_ctx`` are None on a non-keyed stream."""
+
+    timers: InternalTimerService | None = None
+    timer_ctx: OnTimerContext | None = None
+    on_timer: Callable[[int, Any], Any] | None = None
+
+    def advance_watermark(self, watermark: int, idle: bool) -> tuple[int, bool]:
+        if watermark > self.watermark:
+            self.watermark = watermark
+        if self.timers is not None and self.timer_ctx is not None:
+            # also timers registered at or below an unchanged watermark: they fire at the
+            # end of the epoch that registered them
+            self.timer_ctx.domain = TimeDomain.EVENT_TIME
+            self.timers.advance_watermark(self.watermark, self._fire)
+        return self.watermark, idle
+
+    def advance_processing_time(self, now: int) -> None:
+        if self.timers is not None and self.timer_ctx is not None:
+            self.timer_ctx.domain = TimeDomain.PROCESSING_TIME
+            self.timers.advance_processing_time(now, self._fire)
+
+    def next_processing_time(self) -> int | None:
+        return self.timers.next_processing_time() if self.timers is not None else None
+
+    def _fire(self, timestamp: int, key: Any, namespace: Any) -> None:
+        if self.on_timer is None:
+            return
+        record = self.ctx.record
+        record.value = timestamp  # outputs carry the timer's time (PyFlink, both domains)
+        emit = self.emit
+        try:
+            result = self.on_timer(timestamp, self.timer_ctx)
+            if result is not None:
+                for out in result:
+                    emit(out)
+        except UserFunctionError:
+            raise
+        except Exception as exc:
+            raise self.failure(exc, what=f"on_timer({timestamp}) for key {key!r}") from exc
+        finally:
+            record.value = LONG_MIN
+
+
+class KeyedProcessOperator(TimerFiringOperator):
+    """Runs a ``KeyedProcessFunction``: records with their key current, and its timers."""
+
+    handles_keys = True
+
     def __init__(self, ctx: OperatorContext, function: Any):
         super().__init__(ctx, function)
         self.fn = function.process_element
-        self.set_key = ctx.keyed_backend.set_current_key
-        self.process_ctx = KeyedProcessContext(ctx.keyed_backend.ctx)
-        self.key_ctx = ctx.keyed_backend.ctx
+        self.on_timer = function.on_timer
+        backend = ctx.keyed_backend
+        self.set_key = backend.set_current_key
+        self.key_ctx = backend.ctx
+        self.timers = InternalTimerService(backend, "user")
+        timer_service = KeyedTimerService(self, self.timers)
+        self.process_ctx = KeyedProcessContext(ctx.record, timer_service, backend.ctx)
+        self.timer_ctx = OnTimerContext(ctx.record, timer_service, backend.ctx)
 
-    def process_keyed_batch(self, key_groups: list[int], data: list[bytes], key_fn: Any) -> None:
+    def process_keyed_batch(
+        self,
+        key_groups: list[int],
+        data: list[bytes],
+        key_fn: Any,
+        timestamps: list[int] | None = None,
+    ) -> None:
         key_ctx = self.key_ctx
         fn = self.fn
         process_ctx = self.process_ctx
         emit = self.emit
-        for key_group, blob in zip(key_groups, data, strict=True):
+        record = self.ctx.record
+        for key_group, blob, timestamp in zip(
+            key_groups, data, timestamps or repeat(LONG_MIN), strict=False
+        ):
             value = loads(blob)
             try:
                 key_ctx.key = key_fn(value)
                 key_ctx.group = key_group
+                record.value = timestamp
                 result = fn(value, process_ctx)
                 if result is not None:
                     for out in result:
@@ -262,6 +381,7 @@ class KeyedProcessOperator(Operator):
                 raise  # a chained operator's, attributed where it failed
             except Exception as exc:
                 raise self.failure(exc, value) from exc
+        record.value = LONG_MIN
 
     def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         self.set_key(key_group, key)
@@ -281,6 +401,7 @@ class ReduceOperator(Operator):
     """Rolling reduce: emits the reduced value after every record, as PyFlink streaming."""
 
     STATE_NAME = "_lockgate_reduce"
+    handles_keys = True
 
     def __init__(self, ctx: OperatorContext, function: Any):
         super().__init__(ctx, function)
@@ -388,11 +509,8 @@ class OperatorSpec:
             self.validator()
 
     def create(self, ctx: OperatorContext, keyed: bool) -> Operator:
-        builder = _BUILDERS[self.kind]
-        if keyed and self.kind in _KEYED_NATIVE:
-            return builder(ctx, self)
-        operator = builder(ctx, self)
-        return KeyedInput(ctx, operator) if keyed else operator
+        operator = _BUILDERS[self.kind](ctx, self)
+        return KeyedInput(ctx, operator) if keyed and not operator.handles_keys else operator
 
 
 _BUILDERS: dict[str, Callable[[OperatorContext, OperatorSpec], Operator]] = {
@@ -409,4 +527,3 @@ _BUILDERS: dict[str, Callable[[OperatorContext, OperatorSpec], Operator]] = {
     "discard": lambda ctx, spec: DiscardingSinkOperator(ctx),
     "factory": lambda ctx, spec: spec.function(ctx),
 }
-_KEYED_NATIVE = {"keyed_process", "reduce"}

@@ -13,19 +13,23 @@ from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
+from lockgate.common.output_tag import OutputTag
 from lockgate.runtime.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.taskexecutor.channels import (
+    ChannelWriter,
     ForwardWriter,
     KeyGroupWriter,
     RebalanceWriter,
 )
-from lockgate.runtime.taskexecutor.context import SubtaskRuntimeContext
+from lockgate.runtime.taskexecutor.context import RecordTimestamp, SubtaskRuntimeContext
 from lockgate.runtime.taskexecutor.operators import (
     Operator,
     OperatorContext,
     _drop,
     resolve_callable,
 )
+from lockgate.runtime.taskexecutor.timestamps_and_watermarks import SourceOperator
+from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN, ChannelEnd, combine
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_range
 from lockgate.state.keyed_subtask import KeyedSubtask
@@ -50,26 +54,55 @@ def _fan_out(targets: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
     return emit
 
 
-def _keyed_batches(head: Operator, key_fn: Any) -> BatchConsumer:
-    def deliver(batch: tuple[list[int], list[bytes]]) -> int:
-        head.process_keyed_batch(batch[0], batch[1], key_fn)
+def _emitter(targets: dict[str | None, list[Operator]]) -> Callable[[Any], None]:
+    """An operator's ``emit``: to its main output's targets, and ``(tag, value)`` outputs
+    to the side output of that tag where one is read. As in PyFlink, a ``(tag, value)``
+    whose side output nobody reads goes to the main output as it is."""
+    main = _fan_out([target.process for target in targets[None]])
+    sides = {
+        tag: _fan_out([target.process for target in side])
+        for tag, side in targets.items()
+        if tag is not None
+    }
+    if not sides:
+        return main
+
+    def emit(value: Any) -> None:
+        if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
+            side = sides.get(value[0].tag_id)
+            if side is not None:
+                side(value[1])
+                return
+        main(value)
+
+    return emit
+
+
+def _keyed_batches(head: Operator, key_fn: Any, timestamped: bool) -> BatchConsumer:
+    """Batches of a key-group edge, ``(key groups, values[, timestamps])``, to a keyed head."""
+
+    def deliver(batch: tuple[Any, ...]) -> int:
+        head.process_keyed_batch(batch[0], batch[1], key_fn, batch[2] if timestamped else None)
         return len(batch[1])
 
     return deliver
 
 
-def _unkeyed_batches(process: Callable[[Any], None], keyed_edge: bool) -> BatchConsumer:
-    def deliver_values(batch: list[bytes]) -> int:
-        for data in batch:
-            process(loads(data))
-        return len(batch)
+def _unkeyed_batches(head: Operator, keyed_edge: bool, timestamped: bool) -> BatchConsumer:
+    """Batches to an unkeyed head: ``values``, ``(values, timestamps)`` on a timestamped
+    edge, with the key groups first on a key-group edge."""
+    offset = 1 if keyed_edge else 0
 
-    def deliver_keyed(batch: tuple[list[int], list[bytes]]) -> int:
-        for data in batch[1]:
-            process(loads(data))
-        return len(batch[1])
+    def deliver(batch: Any) -> int:
+        if not keyed_edge and not timestamped:
+            values = [loads(data) for data in batch]
+            head.process_batch(values)
+            return len(values)
+        values = [loads(data) for data in batch[offset]]
+        head.process_batch(values, batch[offset + 1] if timestamped else None)
+        return len(values)
 
-    return deliver_keyed if keyed_edge else deliver_values
+    return deliver
 
 
 class Subtask:
@@ -90,6 +123,7 @@ class Subtask:
     ):
         self.vertex = vertex
         self.index = index
+        self.record = RecordTimestamp()
         self.epoch = 0
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
         self.outbox: list[Any] = []
@@ -118,57 +152,51 @@ class Subtask:
         head = vertex.head
         self.contexts: list[OperatorContext] = []
         self.operators: list[Operator] = []  # in chain order
-        self.writers: list[Operator] = []
+        self.writers: list[tuple[int, ChannelWriter]] = []  # (node id, writer)
         built: dict[int, Operator] = {}
+        self.source_operator: SourceOperator | None = None
         in_chain = {id(node) for node in vertex.nodes}
         edges_from: dict[int, list[Any]] = {}
         for edge in vertex.outputs:
             edges_from.setdefault(id(edge.stream_edge.source), []).append(edge)
-        head_writers: list[Operator] = []
         for node in reversed(vertex.nodes):
             ctx = self._context(node, attempt)
-            targets = [
-                built[id(e.target)].process for e in node.outputs if id(e.target) in in_chain
-            ]
+            # main output (tag None) and side outputs (by tag id): chained operators, writers
+            targets: dict[str | None, list[Operator]] = {None: []}
+            for e in node.outputs:
+                if id(e.target) in in_chain:
+                    targets.setdefault(e.output_tag, []).append(built[id(e.target)])
             for edge in edges_from.get(id(node), ()):
                 writer = self._writer(edge, ctx)
-                self.writers.append(writer)
-                targets.append(writer.process)
-                if node is head:
-                    head_writers.append(writer)
+                self.writers.append((id(node), writer))
+                targets.setdefault(edge.stream_edge.output_tag, []).append(writer)
+            operator: Operator
             if node.is_source:
-                continue
-            operator = node.operator.create(ctx, keyed=node is head and vertex.keyed)
-            operator.emit = _fan_out(targets)
+                source = SourceOperator(ctx, node.transformation.watermark_strategy)
+                source.targets = targets[None]  # a source has no side outputs
+                operator = source
+                self.source_operator = source
+            else:
+                operator = node.operator.create(ctx, keyed=node is head and vertex.keyed)
+            operator.emit = _emitter(targets)
             built[id(node)] = operator
-        self.operators = [built[id(n)] for n in vertex.nodes if id(n) in built]
+        self.operators = [built[id(n)] for n in vertex.nodes]
         self.source = head.operator if vertex.is_source else None
-        batch_targets = [
-            built[id(e.target)] for e in head.outputs if id(e.target) in in_chain
-        ] + head_writers
-
-        def source_emit_batch(values: list[Any]) -> None:
-            for target in batch_targets:
-                target.process_batch(values)
-
-        self.source_emit_batch = source_emit_batch
         # Per input edge: what takes one shuffled batch to the head operator.
         self.deliver: dict[int, BatchConsumer] = {}
         if not vertex.is_source:
             head_operator = built[id(head)]
             for edge in vertex.inputs:
                 by_key = edge.partitioning.kind == "key_group"
-                if by_key:
+                timestamped = edge.stream_edge.source.timestamped
+                target = head_operator.input(edge.stream_edge.input_index)
+                if by_key and vertex.keyed:
                     key_fn = resolve_callable(
                         edge.partitioning.key_selector, "get_key", "KeySelector"
                     )
-                    self.deliver[edge.id] = (
-                        _keyed_batches(head_operator, key_fn)
-                        if vertex.keyed
-                        else _unkeyed_batches(head_operator.process, True)
-                    )
+                    self.deliver[edge.id] = _keyed_batches(target, key_fn, timestamped)
                 else:
-                    self.deliver[edge.id] = _unkeyed_batches(head_operator.process, False)
+                    self.deliver[edge.id] = _unkeyed_batches(target, by_key, timestamped)
 
     def _context(self, node: Any, attempt: int) -> OperatorContext:
         runtime_context = SubtaskRuntimeContext(
@@ -188,26 +216,29 @@ class Subtask:
             runtime_context,
             self.backend,
             self.outbox,
+            self.record,
         )
         self.contexts.append(ctx)
         return ctx
 
-    def _writer(self, edge: Any, ctx: OperatorContext) -> Operator:
+    def _writer(self, edge: Any, ctx: OperatorContext) -> ChannelWriter:
         target = edge.target
         kind = edge.partitioning.kind
+        timestamped = edge.stream_edge.source.timestamped
         if kind == "key_group":
             return KeyGroupWriter(
                 ctx,
                 edge.id,
                 target.parallelism,
+                self.batch_bounds,
+                timestamped,
                 edge.partitioning.key_selector,
                 target.max_parallelism,
                 target.head.name,
-                self.batch_bounds,
             )
         if kind == "rebalance":
-            return RebalanceWriter(ctx, edge.id, target.parallelism, self.batch_bounds)
-        return ForwardWriter(ctx, edge.id, self.batch_bounds)
+            return RebalanceWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
+        return ForwardWriter(ctx, edge.id, self.batch_bounds, timestamped)
 
     # Lifecycle -----------------------------------------------------------------------------
 
@@ -225,16 +256,63 @@ class Subtask:
             ctx.attempt = attempt
             ctx.staging = staging
 
-    def end_epoch(self, end_of_input: bool, records: int) -> None:
-        if end_of_input:
-            for operator in self.operators:
+    def end_epoch(
+        self,
+        end_of_input: bool,
+        records: int,
+        channel_ends: dict[tuple[int, int], ChannelEnd],
+        now_ms: int,
+    ) -> None:
+        """The epoch's input is consumed: advance event time through the chain (each
+        operator fires its due timers before the next one moves on), then processing
+        time, then flush, and end every output channel with the watermark it carries on.
+        ``channel_ends`` are what the input channels' markers said (none for a source)."""
+        vertex = self.vertex
+        status: dict[int, tuple[int, bool]] = {}
+        for node, operator in zip(vertex.nodes, self.operators, strict=True):
+            if node is not vertex.head:
+                inputs = [status[id(edge.source)] for edge in node.inputs]
+            elif vertex.is_source:
+                inputs = [(LONG_MAX, False) if end_of_input else (LONG_MIN, True)]
+            else:
+                inputs = self._input_channels(channel_ends)
+            status[id(node)] = operator.advance_watermark(*combine(inputs, operator.watermark))
+            operator.advance_processing_time(now_ms)
+            if end_of_input:
                 operator.end_input()
         for operator in self.operators:
             operator.end_epoch()
-        for writer in self.writers:
-            writer.end_epoch()
+        for node_id, writer in self.writers:
+            writer.end_channels(ChannelEnd(*status[node_id]))
         if self.backend is not None:
             self.backend.end_epoch(records)  # TTL cleanup
+
+    def _input_channels(
+        self, channel_ends: dict[tuple[int, int], ChannelEnd]
+    ) -> list[tuple[int, bool]]:
+        """(watermark, idle) of every input channel; each must have ended its epoch."""
+        inputs = []
+        for edge in self.vertex.inputs:
+            senders = (
+                [self.index]
+                if edge.partitioning.kind == "forward"
+                else range(edge.source.parallelism)
+            )
+            for sender in senders:
+                end = channel_ends.get((edge.id, sender))
+                if end is None:
+                    raise RuntimeError(
+                        f"epoch {self.epoch}: subtask {self.index} of task {self.vertex.id} "
+                        f"got no end-of-epoch marker from subtask {sender} of its input edge "
+                        f"{edge.id}"
+                    )
+                inputs.append((end.watermark, end.idle))
+        return inputs
+
+    def next_processing_time(self) -> int | None:
+        """When the earliest processing-time timer of the chain is due (None: none)."""
+        times = [t for t in (op.next_processing_time() for op in self.operators) if t is not None]
+        return min(times) if times else None
 
     def close(self) -> None:
         for operator in self.operators:
@@ -246,6 +324,14 @@ class Subtask:
         for operator in self.operators:
             if operator.ctx.uid in operator_states:
                 operator.restore_state(operator_states[operator.ctx.uid])
+
+    def restore_watermarks(self, watermarks: dict[str, int]) -> None:
+        for operator in self.operators:
+            operator.watermark = watermarks.get(operator.ctx.uid, LONG_MIN)
+
+    def watermarks(self) -> dict[str, int]:
+        """Each operator's watermark, by uid (what a restore starts from)."""
+        return {operator.ctx.uid: operator.watermark for operator in self.operators}
 
     def snapshot_operator_states(self) -> dict[str, Any]:
         states = {}

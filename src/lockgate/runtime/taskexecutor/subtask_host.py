@@ -29,14 +29,15 @@ from lockgate.runtime.source import SplitAssignment, SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 from lockgate.runtime.taskexecutor.host_protocol import EpochDone, EpochStart, HostRequest
 from lockgate.runtime.taskexecutor.subtask import Subtask
+from lockgate.runtime.taskexecutor.watermarks import ChannelEnd
 
 log = logging.getLogger("lockgate")
 
 _SOURCE_CHUNK = 4096
 
 # One output item: (target subtask or a negative tag for the driver, edge, sequence, pickled
-# batch or None for the marker that ends an edge's epoch)
-Output = tuple[int, int, int, bytes | None]
+# batch, or for the marker that ends an edge's epoch (sequence -1) its encoded ChannelEnd)
+Output = tuple[int, int, int, bytes]
 
 
 class _Epoch:
@@ -51,6 +52,7 @@ class _Epoch:
         self.records_in = 0
         self.progress: dict[str, SplitProgress] = {}
         self.consumed: dict[str, str] = {}
+        self.channel_ends: dict[tuple[int, int], ChannelEnd] = {}
         self.assignments = 0
 
 
@@ -102,8 +104,8 @@ class SubtaskHost:
     def source(self, raw_assignment: bytes, payload: bytes) -> list[Output]:
         """Read one split assignment of a source subtask; the output it produced."""
         epoch, subtask = self._running()
-        source = subtask.source
-        if source is None:
+        source, operator = subtask.source, subtask.source_operator
+        if source is None or operator is None:
             raise RuntimeError(f"subtask {self.index} of task {self.vertex} reads no source")
         where = (
             f"split assignment {epoch.assignments} of epoch {epoch.task.epoch} to subtask "
@@ -112,17 +114,21 @@ class SubtaskHost:
         epoch.assignments += 1
         assignment = SplitAssignment.from_json(json.loads(raw_assignment), where)
         reader = source.read(assignment, loads(payload), epoch.progress)
-        emit_batch = subtask.source_emit_batch
+        split = assignment.split
         while True:
             chunk = list(islice(reader, _SOURCE_CHUNK))
-            emit_batch(chunk)
+            operator.emit_chunk(split, chunk)
             epoch.records_in += len(chunk)
             if len(chunk) < _SOURCE_CHUNK:
                 break
+        operator.split_read(split, epoch.progress.get(split))
         return self._drain(subtask)
 
-    def batch(self, edge: int, sender: int, attempt: str, blob: bytes | None) -> list[Output]:
-        """Process one shuffled batch (None: the sender's end-of-epoch marker)."""
+    def batch(
+        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes
+    ) -> list[Output]:
+        """Process one shuffled batch, or (``sequence`` -1) the sender's end-of-epoch
+        marker, which carries its watermark."""
         epoch, subtask = self._running()
         channel = channel_name(edge, sender)
         if epoch.consumed.setdefault(channel, attempt) != attempt:
@@ -131,8 +137,14 @@ class SubtaskHost:
                 f"the output of two attempts of subtask {sender} of its input edge {edge}: "
                 f"{epoch.consumed[channel]} and {attempt}"
             )
-        if blob is not None:
-            epoch.records_in += subtask.deliver[edge](loads(blob))
+        if sequence < 0:
+            where = (
+                f"the end-of-epoch marker of subtask {sender} of edge {edge} to subtask "
+                f"{self.index} of task {self.vertex} (epoch {epoch.task.epoch})"
+            )
+            epoch.channel_ends[(edge, sender)] = ChannelEnd.decode(blob, where)
+            return []
+        epoch.records_in += subtask.deliver[edge](loads(blob))
         return self._drain(subtask)
 
     def finish(self) -> tuple[list[Output], EpochDone]:
@@ -140,7 +152,9 @@ class SubtaskHost:
         the subtask."""
         epoch, subtask = self._running()
         task = epoch.task
-        subtask.end_epoch(task.end_of_input, epoch.records_in)
+        subtask.end_epoch(
+            task.end_of_input, epoch.records_in, epoch.channel_ends, time.time_ns() // 1_000_000
+        )
         outputs = self._drain(subtask)
         state = subtask.snapshot_state(Storage(task.state_url), epoch.version, task.checkpoint)
         operator_states = subtask.snapshot_operator_states()
@@ -159,6 +173,8 @@ class SubtaskHost:
             source_progress=epoch.progress,
             state=state,
             operators=operator_states,
+            watermarks=subtask.watermarks(),
+            next_timer_ms=subtask.next_processing_time(),
             restored=epoch.restored,
             location=self.location,
             duration_ms=(time.perf_counter() - epoch.started) * 1000,
@@ -232,6 +248,7 @@ class SubtaskHost:
         )
         try:
             subtask.restore_operator_states(restore.operators)
+            subtask.restore_watermarks(restore.watermarks)
             subtask.open()
         except BaseException:
             subtask.dispose()

@@ -55,6 +55,8 @@ def write_ack(work, vertex, index, attempt, consumed=None, state=None, **changes
         source_progress={},
         state=state,
         operators={},
+        watermarks={},
+        next_timer_ms=None,
         restored=False,
         location="",
         duration_ms=1.0,

@@ -140,6 +140,8 @@ def source_acks(job, plan, attempt="a7"):
             {},
             None,
             {"numbers": {"seen": index}},
+            {"numbers": 100 + index},
+            None,
             False,
             "",
             1.0,

@@ -78,6 +78,8 @@ def committable(epoch: int, index: int) -> dict:
 def ack(vertex_id: int, index: int, epoch: int, **fields) -> SubtaskAck:
     values = {
         "operators": {},
+        "watermarks": {},
+        "next_timer_ms": None,
         "source_progress": {},
         "state": None,
         "records_in": 0,

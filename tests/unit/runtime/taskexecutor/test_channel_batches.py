@@ -21,7 +21,9 @@ from lockgate.runtime.taskexecutor.channels import (
     KeyGroupWriter,
     RebalanceWriter,
 )
+from lockgate.runtime.taskexecutor.context import RecordTimestamp
 from lockgate.runtime.taskexecutor.operators import OperatorContext
+from lockgate.runtime.taskexecutor.watermarks import LONG_MIN, ChannelEnd
 
 TARGETS = 3
 MAX_PARALLELISM = 128
@@ -32,14 +34,18 @@ def first(record: tuple[Any, Any]) -> Any:
     return record[0]
 
 
-def make_writer(kind: str, bounds: BatchBounds, attempt: str = "a1") -> Any:
-    ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [])
+def make_writer(
+    kind: str, bounds: BatchBounds, attempt: str = "a1", timestamped: bool = False
+) -> Any:
+    ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [], RecordTimestamp())
     ctx.attempt = attempt
     if kind == "forward":
-        return ForwardWriter(ctx, 7, bounds)
+        return ForwardWriter(ctx, 7, bounds, timestamped)
     if kind == "rebalance":
-        return RebalanceWriter(ctx, 7, TARGETS, bounds)
-    return KeyGroupWriter(ctx, 7, TARGETS, first, MAX_PARALLELISM, "downstream", bounds)
+        return RebalanceWriter(ctx, 7, TARGETS, bounds, timestamped)
+    return KeyGroupWriter(
+        ctx, 7, TARGETS, bounds, timestamped, first, MAX_PARALLELISM, "downstream"
+    )
 
 
 def feed(writer: Any, records: list[Any]) -> list[Any]:
@@ -49,7 +55,7 @@ def feed(writer: Any, records: list[Any]) -> list[Any]:
     for record in records[:half]:
         writer.process(record)
     writer.process_batch(records[half:])
-    writer.end_epoch()
+    writer.end_channels(ChannelEnd(LONG_MIN, False))
     items = writer.ctx.outbox[:]
     writer.ctx.outbox.clear()
     return items
@@ -69,7 +75,7 @@ def batches(items: list[Any]) -> list[tuple[int, int, list[bytes]]]:
             partition, (_, _, _, sequence, blob) = item
         else:
             partition, _, sequence, blob = item
-        if blob is None:
+        if sequence < 0:
             continue  # the end-of-epoch marker
         batch = loads(blob)
         data = batch[1] if isinstance(batch, tuple) else batch
@@ -147,7 +153,7 @@ def test_records_keep_their_order_within_a_target(kind):
             target = 1  # the sending subtask's index
         expected.setdefault(target, []).append(record)
         writer.process(record)
-    writer.end_epoch()
+    writer.end_channels(ChannelEnd(LONG_MIN, False))
 
     received: dict[int, list[Any]] = {}
     for partition, _, data in sorted(batches(writer.ctx.outbox), key=lambda b: b[1]):
@@ -196,3 +202,31 @@ def test_an_epoch_task_sends_batches_within_its_bounds(cluster):
     run.run("w1")
     run.accept()
     assert c.accepted_counts() == {0: 10, 1: 10, 2: 10, 3: 10}
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_a_timestamped_edge_carries_each_records_timestamp_beside_it(kind):
+    records = [(n % 5, n) for n in range(100)]
+    writer = make_writer(kind, BatchBounds(records=16, bytes=1 << 20), timestamped=True)
+    for n, record in enumerate(records[:50]):  # one by one: the record's current timestamp
+        writer.record.value = 1000 + n
+        writer.process(record)
+    writer.record.value = LONG_MIN
+    writer.process_batch(records[50:], [2000 + n for n in range(50)])  # as from a source
+    assert writer.record.value == LONG_MIN
+    writer.end_channels(ChannelEnd(1500, False))
+    stamped = {}
+    markers = []
+    for _, _, sequence, blob in writer.ctx.outbox:
+        if sequence < 0:
+            markers.append(ChannelEnd.decode(blob, "marker"))
+            continue
+        batch = loads(blob)
+        data, timestamps = batch[-2:]
+        assert len(data) == len(timestamps)
+        stamped.update({loads(d): t for d, t in zip(data, timestamps, strict=True)})
+    assert stamped == {
+        record: (1000 + n if n < 50 else 2000 + n - 50) for n, record in enumerate(records)
+    }
+    targets = 1 if kind == "forward" else TARGETS
+    assert markers == [ChannelEnd(1500, False)] * targets

@@ -1,0 +1,127 @@
+"""Two-input operators: ``connect(...)`` followed by ``map``, ``flat_map`` or ``process``.
+
+A two-input operator heads its task; each input edge delivers to one of its two inputs
+(``input(1)``, ``input(2)``), which call the user's function for that side. Its watermark is
+the minimum over the channels of both inputs (Flink: the minimum of the two inputs), and on
+keyed streams both inputs share the keyed state and the timers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import repeat
+from pickle import loads
+from typing import Any
+
+from lockgate.runtime.errors import UserFunctionError
+from lockgate.runtime.taskexecutor.context import (
+    KeyedProcessContext,
+    KeyedTimerService,
+    OnTimerContext,
+    ProcessContext,
+    TimerService,
+)
+from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, TimerFiringOperator
+from lockgate.runtime.taskexecutor.timer_service import InternalTimerService
+from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
+
+# Calls the user's function of one side with a record; yields the outputs (or None)
+SideCall = Callable[[Any], Any]
+
+
+def _side_calls(kind: str, function: Any, ctx: Any) -> tuple[SideCall, SideCall]:
+    """The user's functions of both sides, as PyFlink's adapters call them."""
+    if kind == "co_map":
+        map1, map2 = function.map1, function.map2
+
+        def mapped(fn: Callable[[Any], Any]) -> SideCall:
+            def call(value: Any) -> Any:
+                result = fn(value)
+                return None if result is None else (result,)  # PyFlink drops None
+
+            return call
+
+        return mapped(map1), mapped(map2)
+    if kind == "co_flat_map":
+        return function.flat_map1, function.flat_map2
+    process1, process2 = function.process_element1, function.process_element2
+    return (lambda value: process1(value, ctx)), (lambda value: process2(value, ctx))
+
+
+class _Input(Operator):
+    """One input of a two-input operator: what an input edge delivers to."""
+
+    def __init__(self, owner: CoOperator, call: SideCall):
+        super().__init__(owner.ctx)
+        self.owner = owner
+        self.call = call
+
+    def process(self, value: Any) -> None:
+        self.owner.run(self.call, value)
+
+    def process_keyed_batch(
+        self,
+        key_groups: list[int],
+        data: list[bytes],
+        key_fn: Any,
+        timestamps: list[int] | None = None,
+    ) -> None:
+        owner = self.owner
+        key_ctx = owner.key_ctx
+        record = self.ctx.record
+        call = self.call
+        for key_group, blob, timestamp in zip(
+            key_groups, data, timestamps or repeat(LONG_MIN), strict=False
+        ):
+            value = loads(blob)
+            try:
+                key_ctx.key = key_fn(value)
+            except Exception as exc:
+                raise owner.failure(exc, value, "the key selector") from exc
+            key_ctx.group = key_group
+            record.value = timestamp
+            owner.run(call, value)
+        record.value = LONG_MIN
+
+
+class CoOperator(TimerFiringOperator):
+    """``CoMapFunction``, ``CoFlatMapFunction`` or ``CoProcessFunction`` on two inputs
+    (``kind``: "co_map", "co_flat_map", "co_process"); keyed when its inputs are."""
+
+    handles_keys = True
+
+    def __init__(self, ctx: OperatorContext, function: Any, kind: str, keyed: bool):
+        super().__init__(ctx, function)
+        self.key_ctx: Any = None
+        if keyed:
+            backend = ctx.keyed_backend
+            self.key_ctx = backend.ctx
+            self.timers = InternalTimerService(backend, "user")
+            timer_service: TimerService = KeyedTimerService(self, self.timers)
+            process_ctx: ProcessContext = KeyedProcessContext(
+                ctx.record, timer_service, backend.ctx
+            )
+            self.timer_ctx = OnTimerContext(ctx.record, timer_service, backend.ctx)
+            self.on_timer = getattr(function, "on_timer", None)
+        else:
+            process_ctx = ProcessContext(ctx.record, TimerService(self))
+        call1, call2 = _side_calls(kind, function, process_ctx)
+        self.inputs = {1: _Input(self, call1), 2: _Input(self, call2)}
+
+    def input(self, index: int) -> Operator:
+        return self.inputs[index]
+
+    def process(self, value: Any) -> None:
+        raise TypeError(f"operator '{self.ctx.name}' takes its records on one of two inputs")
+
+    def run(self, call: SideCall, value: Any) -> None:
+        emit = self.emit
+        try:
+            result = call(value)
+            if result is not None:
+                for out in result:
+                    emit(out)
+        except UserFunctionError:
+            raise  # a chained operator's, attributed where it failed
+        except Exception as exc:
+            raise self.failure(exc, value) from exc

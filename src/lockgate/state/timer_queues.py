@@ -1,0 +1,252 @@
+"""Timers as keyed state: a priority queue per operator and time domain, stored by key group.
+
+A timer is (timestamp, key, namespace); a queue holds each at most once (Flink's
+deduplication per key, namespace and time). Timers live in the keyed backend like any
+keyed state, so they are snapshotted, restored and moved with their key groups:
+
+- heap backend: a state table (key group -> {(timestamp, key, namespace): None}) plus an
+  in-memory heap over all of them for the order;
+- RocksDB backend: one entry per timer, keyed ``key group | state id | timestamp | key |
+  namespace`` (the key encoded as keyed state encodes it; the namespace pickled, so that a
+  window comes back as the window it was), so each key group's timers are sorted by time on
+  disk and only those due are read; registrations and deletions are cached until the queue
+  is read, so a registration per record (a window's trigger) costs a dict lookup.
+
+``poll_due(limit)`` yields the timers with timestamp <= ``limit`` in timestamp order (ties
+by key group, then in a fixed order within it: insertion on the heap, encoded key on
+RocksDB), removing each before it is yielded; timers added while it runs are seen if they
+are due, so timers that a firing registers fire in the same pass, as in Flink.
+"""
+
+from __future__ import annotations
+
+import heapq
+import struct
+from collections.abc import Iterator
+from pickle import HIGHEST_PROTOCOL, dumps, loads
+from typing import Any, Protocol
+
+import rocksdict
+
+from lockgate.state.key_codec import decode_key_prefix, encode_key
+from lockgate.state.key_groups import KeyGroupRange
+
+TIMERS_KIND = "timers"
+
+# A due timer: (timestamp, key group, key, namespace)
+Timer = tuple[int, int, Any, Any]
+
+
+class TimerQueue(Protocol):
+    def add(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None: ...
+
+    def remove(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None: ...
+
+    def poll_due(self, limit: int) -> Iterator[Timer]: ...
+
+    def earliest(self) -> int | None:
+        """The timestamp of the earliest timer; None when there is none."""
+        ...
+
+
+_MISSING = object()
+
+
+class HeapTimerQueue:
+    """Timers in a heap backend's table ``groups`` (key group -> entries); ``dirty`` is the
+    backend's set of key groups changed since its last snapshot."""
+
+    def __init__(self, groups: dict[int, dict[Any, Any]], dirty: set[int]):
+        self.groups = groups
+        self.dirty = dirty
+        self.heap: list[tuple[int, int, int, Any, Any]] = []
+        self.sequence = 0
+        self.stale = 0  # heap entries whose timer was removed
+        for key_group in sorted(groups):  # restored timers, in a fixed order
+            for timestamp, key, namespace in groups[key_group]:
+                self._push(timestamp, key_group, key, namespace)
+
+    def _push(self, timestamp: int, key_group: int, key: Any, namespace: Any) -> None:
+        heapq.heappush(self.heap, (timestamp, key_group, self.sequence, key, namespace))
+        self.sequence += 1
+
+    def add(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
+        entries = self.groups[key_group]
+        timer = (timestamp, key, namespace)
+        if timer in entries:
+            return
+        entries[timer] = None
+        self.dirty.add(key_group)
+        self._push(timestamp, key_group, key, namespace)
+
+    def remove(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
+        if self.groups[key_group].pop((timestamp, key, namespace), _MISSING) is _MISSING:
+            return
+        self.dirty.add(key_group)
+        self.stale += 1
+        if self.stale > 1024 and self.stale > len(self.heap) // 2:
+            self._compact()
+
+    def _compact(self) -> None:
+        groups = self.groups
+        self.heap = [e for e in self.heap if (e[0], e[3], e[4]) in groups[e[1]]]
+        heapq.heapify(self.heap)
+        self.stale = 0
+
+    def poll_due(self, limit: int) -> Iterator[Timer]:
+        heap, groups = self.heap, self.groups
+        while heap and heap[0][0] <= limit:
+            timestamp, key_group, _, key, namespace = heapq.heappop(heap)
+            if groups[key_group].pop((timestamp, key, namespace), _MISSING) is _MISSING:
+                self.stale = max(0, self.stale - 1)
+                continue
+            self.dirty.add(key_group)
+            yield timestamp, key_group, key, namespace
+
+    def earliest(self) -> int | None:
+        heap, groups = self.heap, self.groups
+        while heap and (heap[0][0], heap[0][3], heap[0][4]) not in groups[heap[0][1]]:
+            heapq.heappop(heap)
+            self.stale = max(0, self.stale - 1)
+        return heap[0][0] if heap else None
+
+
+_TIMESTAMP = struct.Struct(">Q")  # offset binary: byte order is timestamp order
+_OFFSET = 1 << 63
+
+
+class RocksDBTimerQueue:
+    """Timers in a RocksDB instance under state id ``sid``; ``prefix`` is the backend's
+    (key group, state id) layout.
+
+    ``pending`` caches changes (entry key -> True for added, False for removed) until the
+    queue is read or the backend writes back (``write_back``); while ``poll_due`` runs,
+    changes go to RocksDB at once and due additions join the pass directly.
+    """
+
+    def __init__(
+        self,
+        db: rocksdict.Rdict,
+        prefix: struct.Struct,
+        sid: int,
+        key_groups: KeyGroupRange,
+        cache_entries: int,
+        flush: Any,
+    ):
+        self.db = db
+        self.prefix = prefix
+        self.sid = sid
+        self.key_groups = key_groups
+        self.cache_entries = cache_entries
+        self.flush = flush  # the backend's write_back: this queue and its states alike
+        self.pending: dict[bytes, bool] = {}
+        self.known: dict[tuple[int, Any, Any], bool] = {}  # timer -> pending state
+        self.draining: list[Any] | None = None  # the heads of a running poll_due
+        self.sequence = 0  # orders equal heads (a timer added again while polled)
+
+    def _entry(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> bytes:
+        return (
+            self.prefix.pack(key_group, self.sid)
+            + _TIMESTAMP.pack(timestamp + _OFFSET)
+            + encode_key(key)
+            + dumps(namespace, HIGHEST_PROTOCOL)
+        )
+
+    def add(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
+        timer = (timestamp, key, namespace)
+        if self.known.get(timer) is True:
+            return
+        self._change(key_group, timer, True)
+
+    def remove(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
+        timer = (timestamp, key, namespace)
+        if self.known.get(timer) is False:
+            return
+        self._change(key_group, timer, False)
+
+    def _change(self, key_group: int, timer: tuple[int, Any, Any], added: bool) -> None:
+        timestamp, key, namespace = timer
+        entry = self._entry(key_group, key, namespace, timestamp)
+        if self.draining is not None:
+            self._change_now(entry, key_group, timestamp, added)
+            return
+        self.pending[entry] = added
+        self.known[timer] = added
+        if len(self.pending) >= self.cache_entries:
+            self.flush()
+
+    def _change_now(self, entry: bytes, key_group: int, timestamp: int, added: bool) -> None:
+        if not added:
+            self.db.delete(entry)
+            return
+        if self.db.get(entry) is not None:
+            return
+        self.db.put(entry, b"")
+        heads = self.draining
+        assert heads is not None
+        heapq.heappush(heads, (timestamp, key_group, entry, self._next(), None))
+
+    def _next(self) -> int:
+        self.sequence += 1
+        return self.sequence
+
+    def write_back(self, batch: rocksdict.WriteBatch) -> None:
+        for entry, added in self.pending.items():
+            if added:
+                batch.put(entry, b"")
+            else:
+                batch.delete(entry)
+        self.pending.clear()
+        self.known.clear()
+
+    def drop_cache(self) -> None:
+        """Nothing cached to drop: pending changes were written back."""
+
+    def _head(self, key_group: int, iterator: Any) -> tuple[int, bytes] | None:
+        """The next timer of ``key_group`` at ``iterator``: (timestamp, entry)."""
+        if not iterator.valid():
+            return None
+        entry = iterator.key()
+        if entry[: self.prefix.size] != self.prefix.pack(key_group, self.sid):
+            return None
+        return _TIMESTAMP.unpack_from(entry, self.prefix.size)[0] - _OFFSET, entry
+
+    def poll_due(self, limit: int) -> Iterator[Timer]:
+        self.flush()
+        heads: list[Any] = []
+        for key_group in self.key_groups:
+            iterator = self.db.iter()
+            iterator.seek(self.prefix.pack(key_group, self.sid))
+            head = self._head(key_group, iterator)
+            if head is not None and head[0] <= limit:
+                heapq.heappush(heads, (head[0], key_group, head[1], self._next(), iterator))
+        self.draining = heads
+        try:
+            while heads and heads[0][0] <= limit:
+                timestamp, key_group, entry, _, iterator = heapq.heappop(heads)
+                if iterator is not None:
+                    iterator.next()
+                    head = self._head(key_group, iterator)
+                    if head is not None and head[0] <= limit:
+                        heads_entry = (head[0], key_group, head[1], self._next(), iterator)
+                        heapq.heappush(heads, heads_entry)
+                # a timer removed (or already fired) since the pass began is gone from the
+                # instance; the iterators see the instance as it was when the pass began
+                if self.db.get(entry) is None:
+                    continue
+                self.db.delete(entry)
+                key, end = decode_key_prefix(entry, self.prefix.size + _TIMESTAMP.size)
+                yield timestamp, key_group, key, loads(entry[end:])
+        finally:
+            self.draining = None
+
+    def earliest(self) -> int | None:
+        self.flush()
+        earliest: int | None = None
+        for key_group in self.key_groups:
+            iterator = self.db.iter()
+            iterator.seek(self.prefix.pack(key_group, self.sid))
+            head = self._head(key_group, iterator)
+            if head is not None and (earliest is None or head[0] < earliest):
+                earliest = head[0]
+        return earliest

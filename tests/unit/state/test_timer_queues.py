@@ -1,0 +1,115 @@
+"""Timer queues on every backend kind: order, deduplication, deletion, firing while polled,
+and timers surviving a snapshot and restore by key group."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from keyed_backends import G1, G2
+
+
+def _drain(queue, limit):
+    return list(queue.poll_due(limit))
+
+
+def test_due_timers_come_in_timestamp_order_and_once(new_backend):
+    backend = new_backend()
+    queue = backend.timer_queue("t")
+    for ts, group, key in [(30, G1, "a"), (10, G2, "b"), (20, G1, "c"), (10, G2, "b")]:
+        queue.add(group, key, None, ts)
+    assert queue.earliest() == 10
+    assert _drain(queue, 20) == [(10, G2, "b", None), (20, G1, "c", None)]
+    assert _drain(queue, 20) == []
+    assert queue.earliest() == 30
+    assert _drain(queue, 100) == [(30, G1, "a", None)]
+    assert queue.earliest() is None
+
+
+def test_a_timer_is_one_per_key_namespace_and_time(new_backend):
+    queue = new_backend().timer_queue("t")
+    queue.add(G1, "k", (0, 5), 4)
+    queue.add(G1, "k", (0, 5), 4)
+    queue.add(G1, "k", (5, 10), 4)
+    queue.add(G1, "j", (0, 5), 4)
+    fired = _drain(queue, 4)
+    assert sorted(fired, key=repr) == sorted(
+        [(4, G1, "k", (0, 5)), (4, G1, "k", (5, 10)), (4, G1, "j", (0, 5))], key=repr
+    )
+
+
+def test_removed_timers_do_not_fire_and_can_come_back(new_backend):
+    queue = new_backend().timer_queue("t")
+    queue.add(G1, "a", None, 5)
+    queue.add(G1, "b", None, 6)
+    queue.remove(G1, "a", None, 5)
+    queue.remove(G1, "zzz", None, 5)  # never registered: nothing happens
+    assert _drain(queue, 10) == [(6, G1, "b", None)]
+    queue.add(G1, "a", None, 5)
+    queue.remove(G1, "a", None, 5)
+    queue.add(G1, "a", None, 5)
+    assert _drain(queue, 10) == [(5, G1, "a", None)]
+
+
+def test_timers_added_while_polling_fire_in_the_same_pass_when_due(new_backend):
+    queue = new_backend().timer_queue("t")
+    queue.add(G1, "a", None, 10)
+    queue.add(G2, "b", None, 30)
+    fired = []
+    for timer in queue.poll_due(40):
+        fired.append(timer)
+        if timer[2] == "a":
+            queue.add(G2, "c", None, 20)  # due, before b
+            queue.add(G1, "d", None, 50)  # not due
+            queue.add(G2, "b", None, 30)  # already there: still once
+            queue.remove(G1, "a", None, 10)  # firing already removed it
+    assert fired == [(10, G1, "a", None), (20, G2, "c", None), (30, G2, "b", None)]
+    assert queue.earliest() == 50
+
+
+def test_a_timer_removed_while_polling_does_not_fire(new_backend):
+    queue = new_backend().timer_queue("t")
+    for key, ts in [("a", 1), ("b", 2), ("c", 3)]:
+        queue.add(G1, key, None, ts)
+    fired = []
+    for timer in queue.poll_due(10):
+        fired.append(timer[2])
+        if timer[2] == "a":
+            queue.remove(G1, "b", None, 2)
+    assert fired == ["a", "c"]
+
+
+def test_timers_are_keyed_state_restored_by_key_group(new_backend):
+    backend = new_backend()
+    queue = backend.timer_queue("t")
+    queue.add(G1, "a", (0, 10), 9)
+    queue.add(G2, "b", None, 5)
+    queue.add(G2, "b", None, 7)
+    assert backend.kinds["t"] == "timers"
+    restored = new_backend.reopen(backend)
+    again = restored.timer_queue("t")
+    assert again.earliest() == 5
+    assert _drain(again, 100) == [(5, G2, "b", None), (7, G2, "b", None), (9, G1, "a", (0, 10))]
+
+
+def test_many_timers_drain_in_order(new_backend):
+    queue = new_backend().timer_queue("t")
+    stamps = [(i * 7919) % 1000 for i in range(1000)]
+    for i, ts in enumerate(stamps):
+        queue.add(G1 + i % 3, i, None, ts)
+    fired = [ts for ts, *_ in queue.poll_due(10_000)]
+    assert fired == sorted(stamps)
+
+
+class Window(NamedTuple):
+    start: int
+    end: int
+
+
+def test_a_namespace_comes_back_as_the_object_it_was(new_backend):
+    backend = new_backend()
+    queue = backend.timer_queue("t")
+    queue.add(G1, ("composite", 1), Window(0, 10), 9)
+    restored = new_backend.reopen(backend)
+    ((_, _, key, namespace),) = list(restored.timer_queue("t").poll_due(9))
+    assert key == ("composite", 1)
+    assert type(namespace) is Window and namespace == Window(0, 10)
