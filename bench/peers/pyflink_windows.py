@@ -44,6 +44,13 @@ timers fire while the events arrive.
 ``--mode thread`` (default) runs the Python functions embedded in the JVM
 (``python.execution-mode: thread``, with PYTHONPATH set to this interpreter's site-packages);
 ``--mode process`` runs them in Beam workers.
+
+Measured on a 2-core machine (PyFlink 2.3.0, Java 17), events/s, two runs at 1M events:
+thread mode tumbling 16.1k and 15.6k, sliding 13.5k and 11.5k, timers 21.8k and 17.0k
+(``execute()`` took 3.5-9 s longer than the record window: the mini-cluster's start, the
+job's submission and its end).
+At 100k events, one run: thread mode 9.1k, 6.8k, 12.0k (the JVM still compiling its hot
+paths over a window of 8-15 s); process mode 1.6k, 0.8k, 4.5k.
 """
 
 from __future__ import annotations
