@@ -88,7 +88,7 @@ def build(env, out: Path, trap: Trap | None = None) -> None:
 
 
 @BACKENDS
-@pytest.mark.parametrize("parallelism", [1, 3])
+@pytest.mark.parametrize("parallelism", [3])
 @pytest.mark.parametrize(
     "inject", ["after-snapshot-before-ack@3", "mid-commit@4,during-restore@1"], ids=str
 )

@@ -18,17 +18,20 @@ from lockgate.datastream import (
     ProcessWindowFunction,
     WindowFunction,
 )
+from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
 from lockgate.datastream.functions import AllWindowFunction
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.datastream.window import (
     CountTrigger,
     EventTimeSessionWindows,
     GlobalWindows,
+    ProcessingTimeSessionWindows,
     PurgingTrigger,
     SessionWindowTimeGapExtractor,
     SlidingEventTimeWindows,
     TimeWindow,
     TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
 )
 
 BOUND_MS = 30
@@ -132,11 +135,15 @@ def add_values(a, b):
     return a[0], max(a[1], b[1]), a[2] + b[2]
 
 
-CASES = [(1, 1000), (2, 29), (3, 113)]
+# (backend, parallelism, max records per split): several epoch sizes and parallelisms on
+# the heap backend, one on RocksDB (the suite's time)
+CASES = pytest.mark.parametrize(
+    ("backend", "parallelism", "max_records"),
+    [("hashmap", 1, 1000), ("hashmap", 2, 61), ("hashmap", 3, 113), ("rocksdb", 2, 61)],
+)
 
 
-@BACKENDS
-@pytest.mark.parametrize(("parallelism", "max_records"), CASES)
+@CASES
 def test_tumbling_windows_all_functions(make_env, parallelism, max_records):
     records = events(500)
     reference = tumbling_reference(records, 50)
@@ -168,8 +175,7 @@ def test_tumbling_windows_all_functions(make_env, parallelism, max_records):
     assert Counter(out) == expected
 
 
-@BACKENDS
-@pytest.mark.parametrize(("parallelism", "max_records"), CASES)
+@CASES
 def test_sliding_windows(make_env, parallelism, max_records):
     records = events(400)
     reference = sliding_reference(records, 60, 20)
@@ -202,8 +208,7 @@ def session_events(count: int, seed: int = 11) -> list[tuple]:
     return records
 
 
-@BACKENDS
-@pytest.mark.parametrize(("parallelism", "max_records"), CASES)
+@CASES
 def test_session_windows_merge_across_epochs(make_env, parallelism, max_records):
     records = session_events(400)
     reference = session_reference(records, 20)
@@ -426,3 +431,46 @@ def test_time_window_merging_follows_flink():
     assert collect.merges == [
         ([TimeWindow(0, 5), TimeWindow(3, 4), TimeWindow(5, 10)], TimeWindow(0, 10))
     ]
+
+
+class CountPerWindow(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield key, len(list(elements))
+
+
+def test_processing_time_windows_fire_on_the_clock_without_more_input(make_env, tmp_path):
+    """A continuous job whose input is all read: its processing-time windows still fire, in
+    epochs the driver runs for their timers."""
+    directory = tmp_path / "in"
+    directory.mkdir()
+    lines = [f"k{i % 3},{i}" for i in range(30)]
+    (directory / "part-0").write_text("".join(f"{line}\n" for line in lines))
+    source = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(directory))
+        .monitor_continuously(Duration.of_millis(100))
+        .build()
+    )
+    env = make_env(parallelism=2)
+    keyed = env.from_source(source, WatermarkStrategy.no_watermarks(), "lines").key_by(
+        lambda line: line.split(",")[0]
+    )
+    sessions = keyed.window(ProcessingTimeSessionWindows.with_gap(Time.milliseconds(300)))
+    tumbling = env.from_source(source, WatermarkStrategy.no_watermarks(), "more").key_by(
+        lambda line: line.split(",")[0]
+    )
+    tumbling = tumbling.window(TumblingProcessingTimeWindows.of(Time.milliseconds(200)))
+    results = (
+        sessions.process(CountPerWindow())
+        .map(lambda r: ("session", r))
+        .union(tumbling.process(CountPerWindow()).map(lambda r: ("tumbling", r)))
+        .execute_and_collect()
+    )
+    counted: Counter = Counter()
+    with results:
+        for kind, (key, count) in results:
+            counted[(kind, key)] += count
+            if sum(counted.values()) == 2 * len(lines):
+                break
+    assert counted == Counter(
+        {(kind, f"k{i}"): 10 for kind in ("session", "tumbling") for i in range(3)}
+    )

@@ -187,12 +187,8 @@ class CoFlatMapFunction(Function):
 class CoProcessFunction(Function):
     """Processes the records of two connected streams (timers need a keyed form)."""
 
-    class Context(ABC):
-        @abstractmethod
-        def timer_service(self) -> TimerService: ...
-
-        @abstractmethod
-        def timestamp(self) -> int: ...
+    class Context(ProcessFunction.Context):
+        pass
 
     @abstractmethod
     def process_element1(
@@ -208,19 +204,11 @@ class CoProcessFunction(Function):
 class KeyedCoProcessFunction(Function):
     """Processes two connected keyed streams with shared keyed state and timers."""
 
-    class Context(ABC):
-        @abstractmethod
-        def get_current_key(self) -> Any: ...
+    class Context(KeyedProcessFunction.Context):
+        pass
 
-        @abstractmethod
-        def timer_service(self) -> TimerService: ...
-
-        @abstractmethod
-        def timestamp(self) -> int: ...
-
-    class OnTimerContext(Context):
-        @abstractmethod
-        def time_domain(self) -> TimeDomain: ...
+    class OnTimerContext(KeyedProcessFunction.OnTimerContext):
+        pass
 
     @abstractmethod
     def process_element1(

@@ -244,109 +244,102 @@ def _interval(interval: Any, what: str) -> int:
     return millis
 
 
-class ContinuousEventTimeTrigger(Trigger[Any, Any]):
-    """Fires every ``interval`` of event time within the window, and at its end."""
+class _ContinuousTrigger(Trigger[Any, Any]):
+    """Fires every ``interval`` within a window; the next firing time is trigger state
+    ("fire-time") and a timer of the trigger's time domain."""
 
     def __init__(self, interval: int):
-        self.interval = _interval(interval, "the interval of a ContinuousEventTimeTrigger")
+        self.interval = _interval(interval, f"the interval of a {type(self).__name__}")
         self.fire_time = ReducingStateDescriptor("fire-time", _earliest)
 
-    @staticmethod
-    def of(interval: Time) -> ContinuousEventTimeTrigger:
-        return ContinuousEventTimeTrigger(_interval(interval, "interval"))
+    @classmethod
+    def of(cls, interval: Time) -> Any:
+        return cls(_interval(interval, "interval"))
+
+    def _register(self, ctx: Any, time: int) -> None:
+        raise NotImplementedError
+
+    def _delete(self, ctx: Any, time: int) -> None:
+        raise NotImplementedError
+
+    def _schedule(self, ctx: Any, time: int, window: Any) -> None:
+        """The next firing after ``time`` (at the window's end at the latest)."""
+        next_fire = min(time, window.max_timestamp())
+        ctx.get_partitioned_state(self.fire_time).add(next_fire)
+        self._register(ctx, next_fire)
+
+    def _fires_at(self, time: int, ctx: Any, window: Any) -> bool:
+        """Whether ``time`` is the stored firing time; if so, schedule the next one."""
+        fire_time = ctx.get_partitioned_state(self.fire_time)
+        if fire_time.get() != time:
+            return False
+        fire_time.clear()
+        self._schedule(ctx, time + self.interval, window)
+        return True
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Any, ctx: Any) -> None:
+        ctx.merge_partitioned_state(self.fire_time)
+        next_fire = ctx.get_partitioned_state(self.fire_time).get()
+        if next_fire is not None:
+            self._register(ctx, next_fire)
+
+    def clear(self, window: Any, ctx: Any) -> None:
+        fire_time = ctx.get_partitioned_state(self.fire_time)
+        timestamp = fire_time.get()
+        if timestamp is not None:
+            self._delete(ctx, timestamp)
+            fire_time.clear()
+
+
+class ContinuousEventTimeTrigger(_ContinuousTrigger):
+    """Fires every ``interval`` of event time within the window, and at its end."""
+
+    def _register(self, ctx: Any, time: int) -> None:
+        ctx.register_event_time_timer(time)
+
+    def _delete(self, ctx: Any, time: int) -> None:
+        ctx.delete_event_time_timer(time)
 
     def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> TriggerResult:
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
         ctx.register_event_time_timer(window.max_timestamp())
-        fire_time = ctx.get_partitioned_state(self.fire_time)
-        if fire_time.get() is None:
-            start = timestamp - timestamp % self.interval
-            next_fire = min(start + self.interval, window.max_timestamp())
-            ctx.register_event_time_timer(next_fire)
-            fire_time.add(next_fire)
+        if ctx.get_partitioned_state(self.fire_time).get() is None:
+            self._schedule(ctx, timestamp - timestamp % self.interval + self.interval, window)
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
-        if time == window.max_timestamp():
-            return TriggerResult.FIRE
-        fire_time = ctx.get_partitioned_state(self.fire_time)
-        if fire_time.get() == time:
-            fire_time.clear()
-            next_fire = min(time + self.interval, window.max_timestamp())
-            fire_time.add(next_fire)
-            ctx.register_event_time_timer(next_fire)
+        if time == window.max_timestamp() or self._fires_at(time, ctx, window):
             return TriggerResult.FIRE
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def can_merge(self) -> bool:
-        return True
 
-    def on_merge(self, window: Any, ctx: Any) -> None:
-        ctx.merge_partitioned_state(self.fire_time)
-        next_fire = ctx.get_partitioned_state(self.fire_time).get()
-        if next_fire is not None:
-            ctx.register_event_time_timer(next_fire)
-
-    def clear(self, window: Any, ctx: Any) -> None:
-        fire_time = ctx.get_partitioned_state(self.fire_time)
-        timestamp = fire_time.get()
-        if timestamp is not None:
-            ctx.delete_event_time_timer(timestamp)
-            fire_time.clear()
-
-
-class ContinuousProcessingTimeTrigger(Trigger[Any, Any]):
+class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
     """Fires every ``interval`` of processing time within the window."""
 
-    def __init__(self, interval: int):
-        self.interval = _interval(interval, "the interval of a ContinuousProcessingTimeTrigger")
-        self.fire_time = ReducingStateDescriptor("fire-time", _earliest)
+    def _register(self, ctx: Any, time: int) -> None:
+        ctx.register_processing_time_timer(time)
 
-    @staticmethod
-    def of(interval: Time) -> ContinuousProcessingTimeTrigger:
-        return ContinuousProcessingTimeTrigger(_interval(interval, "interval"))
+    def _delete(self, ctx: Any, time: int) -> None:
+        ctx.delete_processing_time_timer(time)
 
     def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> TriggerResult:
-        fire_time = ctx.get_partitioned_state(self.fire_time)
-        if fire_time.get() is None:
+        if ctx.get_partitioned_state(self.fire_time).get() is None:
             now = ctx.get_current_processing_time()
-            next_fire = min(now - now % self.interval + self.interval, window.max_timestamp())
-            ctx.register_processing_time_timer(next_fire)
-            fire_time.add(next_fire)
+            self._schedule(ctx, now - now % self.interval + self.interval, window)
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
-        fire_time = ctx.get_partitioned_state(self.fire_time)
-        if fire_time.get() == time:
-            fire_time.clear()
-            next_fire = min(time + self.interval, window.max_timestamp())
-            fire_time.add(next_fire)
-            ctx.register_processing_time_timer(next_fire)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
-
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window: Any, ctx: Any) -> None:
-        ctx.merge_partitioned_state(self.fire_time)
-        next_fire = ctx.get_partitioned_state(self.fire_time).get()
-        if next_fire is not None:
-            ctx.register_processing_time_timer(next_fire)
-
-    def clear(self, window: Any, ctx: Any) -> None:
-        fire_time = ctx.get_partitioned_state(self.fire_time)
-        timestamp = fire_time.get()
-        if timestamp is not None:
-            ctx.delete_processing_time_timer(timestamp)
-            fire_time.clear()
+        return TriggerResult.FIRE if self._fires_at(time, ctx, window) else TriggerResult.CONTINUE
 
 
 class CountTrigger(Trigger[Any, Any]):
@@ -502,239 +495,176 @@ def _positive(value: Any, what: str) -> int:
     return millis
 
 
-def _check_timestamp(timestamp: int, assigner: str) -> None:
-    if timestamp <= MIN_LONG_VALUE:
-        raise ValueError(
-            f"record has no timestamp ({MIN_LONG_VALUE}): {assigner} needs event time; give "
-            "the stream timestamps with assign_timestamps_and_watermarks (or a source's "
-            "WatermarkStrategy), or use a processing-time assigner"
-        )
+class _EventTime:
+    """Windows by the element's timestamp, fired by the watermark."""
+
+    def _time(self, timestamp: int, context: Any) -> int:
+        if timestamp <= MIN_LONG_VALUE:
+            raise ValueError(
+                f"record has no timestamp ({MIN_LONG_VALUE}): {type(self).__name__} needs event "
+                "time; give the stream timestamps with assign_timestamps_and_watermarks (or a "
+                "source's WatermarkStrategy), or use a processing-time assigner"
+            )
+        return timestamp
+
+    def get_default_trigger(self, env: Any) -> Trigger[Any, Any]:
+        return EventTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return True
 
 
-class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
+class _ProcessingTime:
+    """Windows by the clock when the element arrives, fired by the clock."""
+
+    def _time(self, timestamp: int, context: Any) -> int:
+        return int(context.get_current_processing_time())
+
+    def get_default_trigger(self, env: Any) -> Trigger[Any, Any]:
+        return ProcessingTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return False
+
+
+class _Tumbling(WindowAssigner[Any, TimeWindow]):
+    """Fixed-size, non-overlapping windows."""
+
+    _time: Any  # of the time domain (_EventTime, _ProcessingTime)
+
+    def __init__(self, size: int, offset: int):
+        self.size = _positive(size, "the size of a tumbling window")
+        self.offset = _millis(offset, "the offset of a tumbling window")
+        if abs(self.offset) >= self.size:
+            raise ValueError(
+                f"a tumbling window's offset must be smaller than its size: |{self.offset}| "
+                f">= {self.size}"
+            )
+
+    @classmethod
+    def of(cls, size: Time, offset: Time | None = None) -> Any:
+        return cls(_millis(size, "size"), _millis(offset, "offset") if offset is not None else 0)
+
+    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
+        time = self._time(timestamp, context)
+        start = time - (time - self.offset + self.size) % self.size
+        return [TimeWindow(start, start + self.size)]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.size}, {self.offset})"
+
+
+class TumblingEventTimeWindows(_EventTime, _Tumbling):
     """Fixed-size, non-overlapping windows of event time."""
 
-    def __init__(self, size: int, offset: int):
-        self.size = _positive(size, "the size of a tumbling window")
-        self.offset = _millis(offset, "the offset of a tumbling window")
-        if abs(self.offset) >= self.size:
-            raise ValueError(
-                f"a tumbling window's offset must be smaller than its size: |{self.offset}| "
-                f">= {self.size}"
-            )
 
-    @staticmethod
-    def of(size: Time, offset: Time | None = None) -> TumblingEventTimeWindows:
-        return TumblingEventTimeWindows(
-            _millis(size, "size"), _millis(offset, "offset") if offset is not None else 0
-        )
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        _check_timestamp(timestamp, "TumblingEventTimeWindows")
-        start = timestamp - (timestamp - self.offset + self.size) % self.size
-        return [TimeWindow(start, start + self.size)]
-
-    def get_default_trigger(self, env: Any) -> EventTimeTrigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
-    def __repr__(self) -> str:
-        return f"TumblingEventTimeWindows({self.size}, {self.offset})"
-
-
-class TumblingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
+class TumblingProcessingTimeWindows(_ProcessingTime, _Tumbling):
     """Fixed-size, non-overlapping windows of processing time."""
 
-    def __init__(self, size: int, offset: int):
-        self.size = _positive(size, "the size of a tumbling window")
-        self.offset = _millis(offset, "the offset of a tumbling window")
-        if abs(self.offset) >= self.size:
+
+class _Sliding(WindowAssigner[Any, TimeWindow]):
+    """Windows of ``size`` starting every ``slide`` (the latest first, as in PyFlink)."""
+
+    _time: Any
+
+    def __init__(self, size: int, slide: int, offset: int):
+        self.size = _positive(size, "the size of a sliding window")
+        self.slide = _positive(slide, "the slide of a sliding window")
+        self.offset = _millis(offset, "the offset of a sliding window")
+        if abs(self.offset) >= self.slide:
             raise ValueError(
-                f"a tumbling window's offset must be smaller than its size: |{self.offset}| "
-                f">= {self.size}"
+                f"a sliding window's offset must be smaller than its slide: |{self.offset}| "
+                f">= {self.slide}"
             )
 
-    @staticmethod
-    def of(size: Time, offset: Time | None = None) -> TumblingProcessingTimeWindows:
-        return TumblingProcessingTimeWindows(
-            _millis(size, "size"), _millis(offset, "offset") if offset is not None else 0
-        )
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        now = context.get_current_processing_time()
-        start = now - (now - self.offset + self.size) % self.size
-        return [TimeWindow(start, start + self.size)]
-
-    def get_default_trigger(self, env: Any) -> ProcessingTimeTrigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"TumblingProcessingTimeWindows({self.size}, {self.offset})"
-
-
-def _sliding(size: int, slide: int, offset: int) -> tuple[int, int, int]:
-    size = _positive(size, "the size of a sliding window")
-    slide = _positive(slide, "the slide of a sliding window")
-    offset = _millis(offset, "the offset of a sliding window")
-    if abs(offset) >= slide:
-        raise ValueError(
-            f"a sliding window's offset must be smaller than its slide: |{offset}| >= {slide}"
-        )
-    return size, slide, offset
-
-
-def _sliding_windows(timestamp: int, size: int, slide: int, offset: int) -> list[TimeWindow]:
-    last_start = timestamp - (timestamp - offset + slide) % slide
-    return [
-        TimeWindow(start, start + size) for start in range(last_start, timestamp - size, -slide)
-    ]
-
-
-class SlidingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
-    """Windows of ``size`` starting every ``slide`` of event time (latest first)."""
-
-    def __init__(self, size: int, slide: int, offset: int):
-        self.size, self.slide, self.offset = _sliding(size, slide, offset)
-
-    @staticmethod
-    def of(size: Time, slide: Time, offset: Time | None = None) -> SlidingEventTimeWindows:
-        return SlidingEventTimeWindows(
+    @classmethod
+    def of(cls, size: Time, slide: Time, offset: Time | None = None) -> Any:
+        return cls(
             _millis(size, "size"),
             _millis(slide, "slide"),
             _millis(offset, "offset") if offset is not None else 0,
         )
 
     def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        _check_timestamp(timestamp, "SlidingEventTimeWindows")
-        return _sliding_windows(timestamp, self.size, self.slide, self.offset)
-
-    def get_default_trigger(self, env: Any) -> EventTimeTrigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
+        time = self._time(timestamp, context)
+        size, slide = self.size, self.slide
+        last_start = time - (time - self.offset + slide) % slide
+        return [TimeWindow(start, start + size) for start in range(last_start, time - size, -slide)]
 
     def __repr__(self) -> str:
-        return f"SlidingEventTimeWindows({self.size}, {self.slide}, {self.offset})"
+        return f"{type(self).__name__}({self.size}, {self.slide}, {self.offset})"
 
 
-class SlidingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
+class SlidingEventTimeWindows(_EventTime, _Sliding):
+    """Windows of ``size`` starting every ``slide`` of event time."""
+
+
+class SlidingProcessingTimeWindows(_ProcessingTime, _Sliding):
     """Windows of ``size`` starting every ``slide`` of processing time."""
-
-    def __init__(self, size: int, slide: int, offset: int):
-        self.size, self.slide, self.offset = _sliding(size, slide, offset)
-
-    @staticmethod
-    def of(size: Time, slide: Time, offset: Time | None = None) -> SlidingProcessingTimeWindows:
-        return SlidingProcessingTimeWindows(
-            _millis(size, "size"),
-            _millis(slide, "slide"),
-            _millis(offset, "offset") if offset is not None else 0,
-        )
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        now = context.get_current_processing_time()
-        return _sliding_windows(now, self.size, self.slide, self.offset)
-
-    def get_default_trigger(self, env: Any) -> ProcessingTimeTrigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"SlidingProcessingTimeWindows({self.size}, {self.slide}, {self.offset})"
 
 
 class _Sessions(MergingWindowAssigner[Any, TimeWindow]):
+    """Sessions: a window closes after ``session_gap`` without elements; windows that
+    overlap or touch merge."""
+
+    _time: Any
+
+    def __init__(self, session_gap: int):
+        self.session_gap = _positive(session_gap, "the gap of a session window")
+
+    @classmethod
+    def with_gap(cls, size: Time) -> Any:
+        return cls(_millis(size, "gap"))
+
+    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
+        time = self._time(timestamp, context)
+        return [TimeWindow(time, time + self.gap(element))]
+
+    def gap(self, element: Any) -> int:
+        return self.session_gap
+
     def merge_windows(self, windows: Any, callback: Any) -> None:
         TimeWindow.merge_windows(windows, callback)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.session_gap})"
 
-class EventTimeSessionWindows(_Sessions):
-    """Sessions of event time: a window closes after ``session_gap`` without elements."""
 
-    def __init__(self, session_gap: int):
-        self.session_gap = _positive(session_gap, "the gap of a session window")
+class _DynamicSessions(_Sessions):
+    """Sessions whose gap each element decides (``SessionWindowTimeGapExtractor``)."""
 
-    @staticmethod
-    def with_gap(size: Time) -> EventTimeSessionWindows:
-        return EventTimeSessionWindows(_millis(size, "gap"))
+    def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor):
+        if not callable(getattr(session_window_time_gap_extractor, "extract", None)):
+            raise TypeError(
+                "a dynamic session gap needs a SessionWindowTimeGapExtractor, got "
+                f"{session_window_time_gap_extractor!r}"
+            )
+        self.extractor = session_window_time_gap_extractor
 
-    @staticmethod
-    def with_dynamic_gap(
-        extractor: SessionWindowTimeGapExtractor,
-    ) -> DynamicEventTimeSessionWindows:
-        return DynamicEventTimeSessionWindows(extractor)
+    @classmethod
+    def with_dynamic_gap(cls, extractor: SessionWindowTimeGapExtractor) -> Any:
+        return cls(extractor)
 
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        return [TimeWindow(timestamp, timestamp + self.session_gap)]
-
-    def get_default_trigger(self, env: Any) -> EventTimeTrigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
+    def gap(self, element: Any) -> int:
+        gap = self.extractor.extract(element)
+        if not isinstance(gap, int) or isinstance(gap, bool) or gap <= 0:
+            raise ValueError(f"Dynamic session time gap must satisfy 0 < gap, got {gap!r}")
+        return gap
 
     def __repr__(self) -> str:
-        return f"EventTimeSessionWindows({self.session_gap})"
+        return f"{type(self).__name__}({self.extractor!r})"
 
 
-class ProcessingTimeSessionWindows(_Sessions):
-    """Sessions of processing time."""
-
-    def __init__(self, session_gap: int):
-        self.session_gap = _positive(session_gap, "the gap of a session window")
-
-    @staticmethod
-    def with_gap(size: Time) -> ProcessingTimeSessionWindows:
-        return ProcessingTimeSessionWindows(_millis(size, "gap"))
-
-    @staticmethod
-    def with_dynamic_gap(
-        extractor: SessionWindowTimeGapExtractor,
-    ) -> DynamicProcessingTimeSessionWindows:
-        return DynamicProcessingTimeSessionWindows(extractor)
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        now = context.get_current_processing_time()
-        return [TimeWindow(now, now + self.session_gap)]
-
-    def get_default_trigger(self, env: Any) -> ProcessingTimeTrigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"ProcessingTimeSessionWindows({self.session_gap})"
-
-
-def _dynamic_gap(extractor: Any, element: Any) -> int:
-    gap = extractor.extract(element)
-    if not isinstance(gap, int) or isinstance(gap, bool) or gap <= 0:
-        raise ValueError(f"Dynamic session time gap must satisfy 0 < gap, got {gap!r}")
-    return gap
-
-
-def _check_extractor(extractor: Any) -> Any:
-    if not callable(getattr(extractor, "extract", None)):
-        raise TypeError(
-            f"a dynamic session gap needs a SessionWindowTimeGapExtractor, got {extractor!r}"
-        )
-    return extractor
-
-
-class DynamicEventTimeSessionWindows(_Sessions):
+class DynamicEventTimeSessionWindows(_EventTime, _DynamicSessions):
     """Event-time sessions whose gap each element decides."""
 
-    def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor):
-        self.extractor = _check_extractor(session_window_time_gap_extractor)
+
+class DynamicProcessingTimeSessionWindows(_ProcessingTime, _DynamicSessions):
+    """Processing-time sessions whose gap each element decides."""
+
+
+class EventTimeSessionWindows(_EventTime, _Sessions):
+    """Sessions of event time."""
 
     @staticmethod
     def with_dynamic_gap(
@@ -742,37 +672,15 @@ class DynamicEventTimeSessionWindows(_Sessions):
     ) -> DynamicEventTimeSessionWindows:
         return DynamicEventTimeSessionWindows(extractor)
 
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        return [TimeWindow(timestamp, timestamp + _dynamic_gap(self.extractor, element))]
 
-    def get_default_trigger(self, env: Any) -> EventTimeTrigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
-
-class DynamicProcessingTimeSessionWindows(_Sessions):
-    """Processing-time sessions whose gap each element decides."""
-
-    def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor):
-        self.extractor = _check_extractor(session_window_time_gap_extractor)
+class ProcessingTimeSessionWindows(_ProcessingTime, _Sessions):
+    """Sessions of processing time."""
 
     @staticmethod
     def with_dynamic_gap(
         extractor: SessionWindowTimeGapExtractor,
     ) -> DynamicProcessingTimeSessionWindows:
         return DynamicProcessingTimeSessionWindows(extractor)
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        now = context.get_current_processing_time()
-        return [TimeWindow(now, now + _dynamic_gap(self.extractor, element))]
-
-    def get_default_trigger(self, env: Any) -> ProcessingTimeTrigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
 
 
 class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
@@ -795,6 +703,14 @@ class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
         return "GlobalWindows()"
 
 
+def _count_trigger(window_size: int) -> Trigger[Any, Any]:
+    """A count window's trigger: it fires once its window holds ``window_size`` elements.
+    PyFlink's is a CountTrigger that keeps the contents of a fired window for ever (a count
+    window has no end, hence no cleanup); a fired count window never takes another element,
+    so purging it gives the same output without the contents piling up."""
+    return PurgingTrigger(CountTrigger(window_size))
+
+
 class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
     """Per key, elements 0..n-1 in window 0, n..2n-1 in window 1, and so on."""
 
@@ -814,8 +730,8 @@ class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
         counter.update(count + 1)
         return [CountWindow(count // self.window_size)]
 
-    def get_default_trigger(self, env: Any) -> CountTrigger:
-        return CountTrigger(self.window_size)
+    def get_default_trigger(self, env: Any) -> Trigger[Any, Any]:
+        return _count_trigger(self.window_size)
 
     def is_event_time(self) -> bool:
         return False
@@ -850,8 +766,8 @@ class CountSlidingWindowAssigner(WindowAssigner[Any, CountWindow]):
             window_id -= 1
         return windows
 
-    def get_default_trigger(self, env: Any) -> CountTrigger:
-        return CountTrigger(self.window_size)
+    def get_default_trigger(self, env: Any) -> Trigger[Any, Any]:
+        return _count_trigger(self.window_size)
 
     def is_event_time(self) -> bool:
         return False

@@ -54,21 +54,24 @@ _MISSING = object()
 
 class HeapTimerQueue:
     """Timers in a heap backend's table ``groups`` (key group -> entries); ``dirty`` is the
-    backend's set of key groups changed since its last snapshot."""
+    backend's set of key groups changed since its last snapshot.
+
+    The heap's entries are ``(order, key, namespace)`` with ``order`` one int made of the
+    timestamp, the key group and an insertion count, so that ordering them compares one int
+    (many timers share a timestamp: the windows that end together).
+    """
 
     def __init__(self, groups: dict[int, dict[Any, Any]], dirty: set[int]):
         self.groups = groups
         self.dirty = dirty
-        self.heap: list[tuple[int, int, int, Any, Any]] = []
+        self.heap: list[tuple[int, Any, Any]] = []
         self.sequence = 0
         self.stale = 0  # heap entries whose timer was removed
-        for key_group in sorted(groups):  # restored timers, in a fixed order
-            for timestamp, key, namespace in groups[key_group]:
-                self._push(timestamp, key_group, key, namespace)
-
-    def _push(self, timestamp: int, key_group: int, key: Any, namespace: Any) -> None:
-        heapq.heappush(self.heap, (timestamp, key_group, self.sequence, key, namespace))
-        self.sequence += 1
+        restored = ((kg, timer) for kg in sorted(groups) for timer in groups[kg])  # fixed order
+        for key_group, (timestamp, key, namespace) in restored:
+            self.heap.append((_order(timestamp, key_group, self.sequence), key, namespace))
+            self.sequence += 1
+        heapq.heapify(self.heap)
 
     def add(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
         entries = self.groups[key_group]
@@ -77,7 +80,8 @@ class HeapTimerQueue:
             return
         entries[timer] = None
         self.dirty.add(key_group)
-        self._push(timestamp, key_group, key, namespace)
+        heapq.heappush(self.heap, (_order(timestamp, key_group, self.sequence), key, namespace))
+        self.sequence += 1
 
     def remove(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
         if self.groups[key_group].pop((timestamp, key, namespace), _MISSING) is _MISSING:
@@ -87,28 +91,51 @@ class HeapTimerQueue:
         if self.stale > 1024 and self.stale > len(self.heap) // 2:
             self._compact()
 
+    @staticmethod
+    def _unpack(order: int) -> tuple[int, int]:
+        """(timestamp, key group) of an entry's order."""
+        return (order >> _TIME_SHIFT) - _OFFSET, (order >> _GROUP_SHIFT) & _GROUP_MASK
+
+    def _live(self, entry: tuple[int, Any, Any]) -> bool:
+        timestamp, key_group = self._unpack(entry[0])
+        return (timestamp, entry[1], entry[2]) in self.groups[key_group]
+
     def _compact(self) -> None:
-        groups = self.groups
-        self.heap = [e for e in self.heap if (e[0], e[3], e[4]) in groups[e[1]]]
+        self.heap = [entry for entry in self.heap if self._live(entry)]
         heapq.heapify(self.heap)
         self.stale = 0
 
     def poll_due(self, limit: int) -> Iterator[Timer]:
-        heap, groups = self.heap, self.groups
-        while heap and heap[0][0] <= limit:
-            timestamp, key_group, _, key, namespace = heapq.heappop(heap)
+        heap, groups, dirty = self.heap, self.groups, self.dirty
+        bound = (limit + 1 + _OFFSET) << _TIME_SHIFT  # orders below it are due
+        pop = heapq.heappop
+        while heap and heap[0][0] < bound:
+            order, key, namespace = pop(heap)
+            timestamp = (order >> _TIME_SHIFT) - _OFFSET
+            key_group = (order >> _GROUP_SHIFT) & _GROUP_MASK
             if groups[key_group].pop((timestamp, key, namespace), _MISSING) is _MISSING:
                 self.stale = max(0, self.stale - 1)
                 continue
-            self.dirty.add(key_group)
+            dirty.add(key_group)
             yield timestamp, key_group, key, namespace
 
     def earliest(self) -> int | None:
-        heap, groups = self.heap, self.groups
-        while heap and (heap[0][0], heap[0][3], heap[0][4]) not in groups[heap[0][1]]:
+        heap = self.heap
+        while heap and not self._live(heap[0]):
             heapq.heappop(heap)
             self.stale = max(0, self.stale - 1)
-        return heap[0][0] if heap else None
+        return self._unpack(heap[0][0])[0] if heap else None
+
+
+# A heap entry's order: timestamp (offset to non-negative) | key group (16 bits) | insertion
+# count (48 bits)
+_GROUP_SHIFT = 48
+_TIME_SHIFT = 64
+_GROUP_MASK = 0xFFFF
+
+
+def _order(timestamp: int, key_group: int, sequence: int) -> int:
+    return ((timestamp + _OFFSET) << _TIME_SHIFT) | (key_group << _GROUP_SHIFT) | sequence
 
 
 _TIMESTAMP = struct.Struct(">Q")  # offset binary: byte order is timestamp order
@@ -120,8 +147,11 @@ class RocksDBTimerQueue:
     (key group, state id) layout.
 
     ``pending`` caches changes (entry key -> True for added, False for removed) until the
-    queue is read or the backend writes back (``write_back``); while ``poll_due`` runs,
-    changes go to RocksDB at once and due additions join the pass directly.
+    queue is read or the backend writes back (``write_back``). While ``poll_due`` runs, the
+    iterators see the instance as the pass began, and ``during`` holds what changed since
+    (fired and removed timers: False; added ones: True, and due ones join the pass), written
+    to the instance in one batch when the pass ends: one epoch's fired timers are in memory
+    for a moment, never all the timers.
     """
 
     def __init__(
@@ -142,6 +172,7 @@ class RocksDBTimerQueue:
         self.pending: dict[bytes, bool] = {}
         self.known: dict[tuple[int, Any, Any], bool] = {}  # timer -> pending state
         self.draining: list[Any] | None = None  # the heads of a running poll_due
+        self.during: dict[bytes, bool] = {}
         self.sequence = 0  # orders equal heads (a timer added again while polled)
 
     def _entry(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> bytes:
@@ -176,15 +207,29 @@ class RocksDBTimerQueue:
             self.flush()
 
     def _change_now(self, entry: bytes, key_group: int, timestamp: int, added: bool) -> None:
+        status = self.during.get(entry)
         if not added:
-            self.db.delete(entry)
+            self.during[entry] = False
             return
-        if self.db.get(entry) is not None:
-            return
-        self.db.put(entry, b"")
+        if status is True or (status is None and self.db.get(entry) is not None):
+            return  # there already, not fired yet
+        self.during[entry] = True
         heads = self.draining
         assert heads is not None
         heapq.heappush(heads, (timestamp, key_group, entry, self._next(), None))
+
+    def _write_during(self) -> None:
+        """Apply ``during`` to the instance. Not before the pass ends: until then, a timer
+        fired or removed must stay marked so, for an iterator may still come up with it."""
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for entry, added in self.during.items():
+            if added:
+                batch.put(entry, b"")
+            else:
+                batch.delete(entry)
+        self.during.clear()
+        if not batch.is_empty():
+            self.db.write(batch)
 
     def _next(self) -> int:
         self.sequence += 1
@@ -221,6 +266,7 @@ class RocksDBTimerQueue:
             if head is not None and head[0] <= limit:
                 heapq.heappush(heads, (head[0], key_group, head[1], self._next(), iterator))
         self.draining = heads
+        during = self.during
         try:
             while heads and heads[0][0] <= limit:
                 timestamp, key_group, entry, _, iterator = heapq.heappop(heads)
@@ -230,15 +276,14 @@ class RocksDBTimerQueue:
                     if head is not None and head[0] <= limit:
                         heads_entry = (head[0], key_group, head[1], self._next(), iterator)
                         heapq.heappush(heads, heads_entry)
-                # a timer removed (or already fired) since the pass began is gone from the
-                # instance; the iterators see the instance as it was when the pass began
-                if self.db.get(entry) is None:
-                    continue
-                self.db.delete(entry)
+                if during.get(entry) is False:
+                    continue  # removed, or fired already, since the pass began
+                during[entry] = False
                 key, end = decode_key_prefix(entry, self.prefix.size + _TIMESTAMP.size)
                 yield timestamp, key_group, key, loads(entry[end:])
         finally:
             self.draining = None
+            self._write_during()
 
     def earliest(self) -> int | None:
         self.flush()

@@ -113,3 +113,20 @@ def test_a_namespace_comes_back_as_the_object_it_was(new_backend):
     ((_, _, key, namespace),) = list(restored.timer_queue("t").poll_due(9))
     assert key == ("composite", 1)
     assert type(namespace) is Window and namespace == Window(0, 10)
+
+
+def test_a_timer_removed_and_added_again_while_polling_fires_once(new_backend):
+    queue = new_backend().timer_queue("t")
+    queue.add(G1, "a", None, 1)
+    queue.add(G2, "e", None, 5)
+    fired = []
+    for timer in queue.poll_due(10):
+        fired.append(timer[2])
+        if timer[2] == "a":
+            queue.remove(G2, "e", None, 5)
+            queue.add(G2, "e", None, 5)
+            queue.add(G2, "e", None, 5)
+        if timer[2] == "e" and fired.count("e") == 1:
+            queue.add(G2, "e", None, 5)  # a fired timer registered again fires again
+    assert fired == ["a", "e", "e"]
+    assert queue.earliest() is None

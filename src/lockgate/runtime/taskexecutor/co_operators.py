@@ -9,8 +9,6 @@ keyed streams both inputs share the keyed state and the timers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import repeat
-from pickle import loads
 from typing import Any
 
 from lockgate.runtime.errors import UserFunctionError
@@ -23,7 +21,6 @@ from lockgate.runtime.taskexecutor.context import (
 )
 from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, TimerFiringOperator
 from lockgate.runtime.taskexecutor.timer_service import InternalTimerService
-from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
 
 # Calls the user's function of one side with a record; yields the outputs (or None)
 SideCall = Callable[[Any], Any]
@@ -59,29 +56,11 @@ class _Input(Operator):
     def process(self, value: Any) -> None:
         self.owner.run(self.call, value)
 
-    def process_keyed_batch(
-        self,
-        key_groups: list[int],
-        data: list[bytes],
-        key_fn: Any,
-        timestamps: list[int] | None = None,
-    ) -> None:
-        owner = self.owner
-        key_ctx = owner.key_ctx
-        record = self.ctx.record
-        call = self.call
-        for key_group, blob, timestamp in zip(
-            key_groups, data, timestamps or repeat(LONG_MIN), strict=False
-        ):
-            value = loads(blob)
-            try:
-                key_ctx.key = key_fn(value)
-            except Exception as exc:
-                raise owner.failure(exc, value, "the key selector") from exc
-            key_ctx.group = key_group
-            record.value = timestamp
-            owner.run(call, value)
-        record.value = LONG_MIN
+    def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
+        key_ctx = self.owner.key_ctx
+        key_ctx.key = key
+        key_ctx.group = key_group
+        self.owner.run(self.call, value)
 
 
 class CoOperator(TimerFiringOperator):

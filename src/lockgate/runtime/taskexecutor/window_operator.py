@@ -19,8 +19,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import repeat
-from pickle import loads
 from typing import Any
 
 from lockgate.runtime.errors import UserFunctionError
@@ -90,36 +88,15 @@ class WindowOperator(Operator):
         self.emit_window = _window_function(spec, self.window_ctx)
         self.time_windows = spec.time_windows
         self.windows: dict[int, Any] = {}  # start -> window, for the inline path
+        self.element = self._time_window_element if spec.time_windows else self._element
 
     # Elements ----------------------------------------------------------------------------
 
-    def process_keyed_batch(
-        self,
-        key_groups: list[int],
-        data: list[bytes],
-        key_fn: Any,
-        timestamps: list[int] | None = None,
-    ) -> None:
-        key_ctx = self.key_ctx
-        record = self.ctx.record
-        element = self._time_window_element if self.time_windows else self._element
-        for key_group, blob, timestamp in zip(
-            key_groups, data, timestamps or repeat(LONG_MIN), strict=False
-        ):
-            value = loads(blob)
-            try:
-                key_ctx.key = key_fn(value)
-            except Exception as exc:
-                raise self.failure(exc, value, "the key selector") from exc
-            key_ctx.group = key_group
-            record.value = timestamp
-            element(value, timestamp)
-        record.value = LONG_MIN
-
     def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
-        self.key_ctx.key = key
-        self.key_ctx.group = key_group
-        self._element(value, self.ctx.record.value)
+        key_ctx = self.key_ctx
+        key_ctx.key = key
+        key_ctx.group = key_group
+        self.element(value, self.ctx.record.value)
 
     def _time_window_element(self, value: Any, timestamp: int) -> None:
         """What ``_element`` does for tumbling and sliding event-time windows with the
@@ -252,7 +229,10 @@ class WindowOperator(Operator):
     def advance_watermark(self, watermark: int, idle: bool) -> tuple[int, bool]:
         if watermark > self.watermark:
             self.watermark = watermark
-        self.timers.advance_watermark(self.watermark, self._on_event_time)
+        if self.time_windows:
+            self._fire_time_windows(self.watermark)
+        else:
+            self.timers.advance_watermark(self.watermark, self._on_event_time)
         return self.watermark, idle
 
     def advance_processing_time(self, now: int) -> None:
@@ -270,9 +250,6 @@ class WindowOperator(Operator):
     def _on_timer(self, timestamp: int, key: Any, window: Any, event_time: bool) -> None:
         ns = self.ns_ctx
         ns.group = self.key_ctx.group
-        if self.time_windows and event_time:
-            self._on_time_window_timer(timestamp, key, window)
-            return
         window_set = MergingWindowSet(self) if self.merging else None
         try:
             if window_set is not None:
@@ -302,23 +279,42 @@ class WindowOperator(Operator):
         except Exception as exc:
             raise self.failure(exc, what=f"a timer at {timestamp} of window {window!r}") from exc
 
-    def _on_time_window_timer(self, timestamp: int, key: Any, window: Any) -> None:
-        """``_on_timer`` for the inline path: the EventTimeTrigger fires at the window's
-        end; at its cleanup time its state goes (its trigger timer has fired by then)."""
-        ns = self.ns_ctx
+    def _fire_time_windows(self, watermark: int) -> None:
+        """``_on_timer`` for the inline path, over all due event-time timers: the
+        EventTimeTrigger fires at a window's end; at its cleanup time its state goes (its
+        trigger's timer has fired by then, so the trigger has nothing to clear)."""
+        key_ctx, ns, record, emit = self.key_ctx, self.ns_ctx, self.ctx.record, self.emit
+        contents, emit_window, window_ctx = self.contents, self.emit_window, self.window_ctx
+        lateness, single = self.lateness, self.spec.single_value
+        clears_function = self.spec.function_kind in ("process", "all_process")
+        timestamp, window = LONG_MIN, None
         try:
-            if timestamp == window.max_timestamp():
+            for timestamp, key_group, key, window in self.timers.event.poll_due(watermark):
+                key_ctx.group = ns.group = key_group
+                key_ctx.key = key
                 ns.key = (key, window)
-                contents = self._contents()
-                if contents is not None:
-                    self._emit(key, window, contents)
-            if timestamp == self._cleanup_time(window):
-                # the trigger's timer (the window's end) has fired by now: nothing to clear
-                self._clear_all_state(key, window, window, None, clear_trigger=False)
+                max_timestamp = window.end - 1
+                if timestamp == max_timestamp:
+                    value = contents.get()
+                    if value is not None and (single or value):
+                        record.value = max_timestamp
+                        window_ctx.current = window
+                        result = emit_window(key, window, value)
+                        if result is not None:
+                            for out in result:
+                                emit(out)
+                if timestamp == min(max_timestamp + lateness, LONG_MAX):
+                    if clears_function:
+                        self._clear_all_state(key, window, window, None, clear_trigger=False)
+                    else:
+                        ns.key = (key, window)
+                        contents.clear()
         except UserFunctionError:
             raise
         except Exception as exc:
             raise self.failure(exc, what=f"a timer at {timestamp} of window {window!r}") from exc
+        finally:
+            record.value = LONG_MIN
 
     # Helpers -----------------------------------------------------------------------------
 
