@@ -61,8 +61,8 @@ or failed), and the last lines are
 (each on one line). ``ratio_vs_pyflink`` is the geometric mean over the jobs run of
 lockgate's events/s on the hashmap backend over PyFlink's (``nan`` if hashmap was not run or
 a job has no figure); ``ratio_vs_pyflink_<backend>`` the same for each backend run. PyFlink
-ran these jobs at 11-22k events/s at 1M events on this 2-core machine (see
-pyflink_windows.py): at the default 1M events the peers take about 4 minutes.
+ran these jobs at 9-14k events/s at 1M events on this 2-core machine, up to 1.5x more in
+some runs (see pyflink_windows.py): at the default 1M events the peers take about 5 minutes.
 
 What the jobs need of lockgate, with PyFlink's names and signatures (checked before the
 Spark session starts; a missing piece ends the script with the reason):

@@ -45,12 +45,15 @@ timers fire while the events arrive.
 (``python.execution-mode: thread``, with PYTHONPATH set to this interpreter's site-packages);
 ``--mode process`` runs them in Beam workers.
 
-Measured on a 2-core machine (PyFlink 2.3.0, Java 17), events/s, two runs at 1M events:
-thread mode tumbling 16.1k and 15.6k, sliding 13.5k and 11.5k, timers 21.8k and 17.0k
-(``execute()`` took 3.5-9 s longer than the record window: the mini-cluster's start, the
-job's submission and its end).
-At 100k events, one run: thread mode 9.1k, 6.8k, 12.0k (the JVM still compiling its hot
-paths over a window of 8-15 s); process mode 1.6k, 0.8k, 4.5k.
+Measured on a 2-core machine (PyFlink 2.3.0, Java 17), thread mode, 1M events, events/s
+(tumbling, sliding, timers): 10.5k, 8.9k, 14.0k with nothing else running (single-job runs
+gave the same: 10.6k and 10.8k, 8.7k, 13.9k); two runs an hour or two earlier, while other
+tests ran beside them, gave 16.1k, 13.5k, 21.8k and 15.6k, 11.5k, 17.0k. So the same
+command's rate varied by up to 1.5x over a few hours here: compare systems measured in the
+same run. ``execute()`` took 2-10 s longer than the record window (the mini-cluster's start,
+the job's submission and its end). At 100k events (one run; the JVM still compiling its hot
+paths over a window of 8-15 s) thread mode gave 9.1k, 6.8k, 12.0k and process mode 1.6k,
+0.8k, 4.5k.
 """
 
 from __future__ import annotations
