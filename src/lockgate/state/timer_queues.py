@@ -56,22 +56,30 @@ class HeapTimerQueue:
     """Timers in a heap backend's table ``groups`` (key group -> entries); ``dirty`` is the
     backend's set of key groups changed since its last snapshot.
 
-    The heap's entries are ``(order, key, namespace)`` with ``order`` one int made of the
-    timestamp, the key group and an insertion count, so that ordering them compares one int
-    (many timers share a timestamp: the windows that end together).
+    The order lives in buckets, one per (timestamp, key group), each a list of (key,
+    namespace) in insertion order, and a heap of the buckets' ids (one int: timestamp, then
+    key group): many timers share a timestamp (the windows that end together), and they
+    cost a list append each instead of a heap push. Removed timers stay in their bucket
+    until it is read.
     """
 
     def __init__(self, groups: dict[int, dict[Any, Any]], dirty: set[int]):
         self.groups = groups
         self.dirty = dirty
-        self.heap: list[tuple[int, Any, Any]] = []
-        self.sequence = 0
-        self.stale = 0  # heap entries whose timer was removed
+        self.buckets: dict[int, list[tuple[Any, Any]]] = {}
+        self.heap: list[int] = []
+        self.queued = 0  # entries in the buckets, removed timers included
+        self.stale = 0  # entries whose timer was removed
+        self.polling = False  # poll_due reads a bucket by position: leave buckets as they are
         restored = ((kg, timer) for kg in sorted(groups) for timer in groups[kg])  # fixed order
         for key_group, (timestamp, key, namespace) in restored:
-            self.heap.append((_order(timestamp, key_group, self.sequence), key, namespace))
-            self.sequence += 1
+            self.buckets.setdefault(_bucket(timestamp, key_group), []).append((key, namespace))
+        self._rebuild_heap()
+
+    def _rebuild_heap(self) -> None:
+        self.heap = list(self.buckets)
         heapq.heapify(self.heap)
+        self.queued = sum(len(entries) for entries in self.buckets.values())
 
     def add(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
         entries = self.groups[key_group]
@@ -80,62 +88,102 @@ class HeapTimerQueue:
             return
         entries[timer] = None
         self.dirty.add(key_group)
-        heapq.heappush(self.heap, (_order(timestamp, key_group, self.sequence), key, namespace))
-        self.sequence += 1
+        bucket = (timestamp << _GROUP_BITS) | key_group
+        queued = self.buckets.get(bucket)
+        if queued is None:
+            self.buckets[bucket] = [(key, namespace)]
+            heapq.heappush(self.heap, bucket)
+        else:
+            queued.append((key, namespace))
+        self.queued += 1
 
     def remove(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
         if self.groups[key_group].pop((timestamp, key, namespace), _MISSING) is _MISSING:
             return
         self.dirty.add(key_group)
         self.stale += 1
-        if self.stale > 1024 and self.stale > len(self.heap) // 2:
+        if self.stale > 1024 and self.stale > self.queued // 2 and not self.polling:
             self._compact()
 
-    @staticmethod
-    def _unpack(order: int) -> tuple[int, int]:
-        """(timestamp, key group) of an entry's order."""
-        return (order >> _TIME_SHIFT) - _OFFSET, (order >> _GROUP_SHIFT) & _GROUP_MASK
-
-    def _live(self, entry: tuple[int, Any, Any]) -> bool:
-        timestamp, key_group = self._unpack(entry[0])
-        return (timestamp, entry[1], entry[2]) in self.groups[key_group]
-
     def _compact(self) -> None:
-        self.heap = [entry for entry in self.heap if self._live(entry)]
-        heapq.heapify(self.heap)
+        groups = self.groups
+        for bucket, entries in list(self.buckets.items()):
+            timestamp, key_group = _unpack(bucket)
+            live = groups[key_group]
+            entries[:] = [e for e in entries if (timestamp, e[0], e[1]) in live]
+            if not entries:
+                del self.buckets[bucket]
+        self._rebuild_heap()
         self.stale = 0
 
     def poll_due(self, limit: int) -> Iterator[Timer]:
-        heap, groups, dirty = self.heap, self.groups, self.dirty
-        bound = (limit + 1 + _OFFSET) << _TIME_SHIFT  # orders below it are due
-        pop = heapq.heappop
-        while heap and heap[0][0] < bound:
-            order, key, namespace = pop(heap)
-            timestamp = (order >> _TIME_SHIFT) - _OFFSET
-            key_group = (order >> _GROUP_SHIFT) & _GROUP_MASK
-            if groups[key_group].pop((timestamp, key, namespace), _MISSING) is _MISSING:
-                self.stale = max(0, self.stale - 1)
-                continue
-            dirty.add(key_group)
-            yield timestamp, key_group, key, namespace
+        heap, buckets, groups, dirty = self.heap, self.buckets, self.groups, self.dirty
+        bound = (limit + 1) << _GROUP_BITS  # bucket ids below it are due
+        self.polling = True
+        try:
+            while heap and heap[0] < bound:
+                bucket = heap[0]
+                timestamp = bucket >> _GROUP_BITS
+                key_group = bucket & _GROUP_MASK
+                entries, live = buckets[bucket], groups[key_group]
+                position = 0
+                # A firing may add to this bucket (seen: the loop reads the list's length
+                # each time) or to an earlier one (then the rest of this one waits for its
+                # turn; an emptied bucket not at the top is dropped when it gets there).
+                try:
+                    while position < len(entries):
+                        key, namespace = entries[position]
+                        position += 1
+                        if live.pop((timestamp, key, namespace), _MISSING) is _MISSING:
+                            self.stale -= 1
+                            continue
+                        dirty.add(key_group)
+                        yield timestamp, key_group, key, namespace
+                        if heap[0] != bucket:
+                            break
+                finally:
+                    self.queued -= position
+                    if position == len(entries):
+                        if heap[0] == bucket:
+                            heapq.heappop(heap)
+                            del buckets[bucket]
+                        else:
+                            entries.clear()
+                    else:
+                        del entries[:position]
+        finally:
+            self.polling = False
 
     def earliest(self) -> int | None:
-        heap = self.heap
-        while heap and not self._live(heap[0]):
+        """Drops the removed timers ahead of the earliest live one (called between passes)."""
+        heap, buckets = self.heap, self.buckets
+        while heap:
+            bucket = heap[0]
+            timestamp, key_group = _unpack(bucket)
+            entries, live = buckets[bucket], self.groups[key_group]
+            while entries and (timestamp, *entries[0]) not in live:
+                del entries[0]
+                self.queued -= 1
+                self.stale -= 1
+            if entries:
+                return timestamp
             heapq.heappop(heap)
-            self.stale = max(0, self.stale - 1)
-        return self._unpack(heap[0][0])[0] if heap else None
+            del buckets[bucket]
+        return None
 
 
-# A heap entry's order: timestamp (offset to non-negative) | key group (16 bits) | insertion
-# count (48 bits)
-_GROUP_SHIFT = 48
-_TIME_SHIFT = 64
+# A bucket's id: timestamp * 2**16 + key group, for negative timestamps too (>> floors)
+_GROUP_BITS = 16
 _GROUP_MASK = 0xFFFF
 
 
-def _order(timestamp: int, key_group: int, sequence: int) -> int:
-    return ((timestamp + _OFFSET) << _TIME_SHIFT) | (key_group << _GROUP_SHIFT) | sequence
+def _bucket(timestamp: int, key_group: int) -> int:
+    return (timestamp << _GROUP_BITS) | key_group
+
+
+def _unpack(bucket: int) -> tuple[int, int]:
+    """(timestamp, key group) of a bucket's id."""
+    return bucket >> _GROUP_BITS, bucket & _GROUP_MASK
 
 
 _TIMESTAMP = struct.Struct(">Q")  # offset binary: byte order is timestamp order

@@ -93,11 +93,12 @@ def test_timers_are_keyed_state_restored_by_key_group(new_backend):
 
 def test_many_timers_drain_in_order(new_backend):
     queue = new_backend().timer_queue("t")
-    stamps = [(i * 7919) % 1000 for i in range(1000)]
+    stamps = [(i * 7919) % 1000 - 500 for i in range(1000)] + [-(2**63), 2**63 - 1]
     for i, ts in enumerate(stamps):
         queue.add(G1 + i % 3, i, None, ts)
-    fired = [ts for ts, *_ in queue.poll_due(10_000)]
-    assert fired == sorted(stamps)
+    fired = [ts for ts, *_ in queue.poll_due(2**63 - 2)]
+    assert fired == sorted(stamps)[:-1]
+    assert queue.earliest() == 2**63 - 1
 
 
 class Window(NamedTuple):
@@ -130,3 +131,55 @@ def test_a_timer_removed_and_added_again_while_polling_fires_once(new_backend):
             queue.add(G2, "e", None, 5)  # a fired timer registered again fires again
     assert fired == ["a", "e", "e"]
     assert queue.earliest() is None
+
+
+def test_a_firing_that_registers_an_earlier_timer_fires_it_next(new_backend):
+    # Flink polls the queue's head after each firing: an earlier timer registered by a
+    # firing fires before the rest of the timers that share the firing one's time.
+    queue = new_backend().timer_queue("t")
+    for key in "abc":
+        queue.add(G1, key, None, 10)
+    queue.add(G2, "z", None, 20)
+    fired = []
+    for timer in queue.poll_due(30):
+        fired.append(timer[2])
+        if timer[2] == "a":
+            queue.add(G1, "x", None, 5)
+        if timer[2] == "c":  # the last of its time
+            queue.add(G2, "y", None, 6)
+    assert fired == ["a", "x", "b", "c", "y", "z"]
+    assert queue.earliest() is None
+
+
+def test_removing_most_timers_while_polling(new_backend):
+    queue = new_backend().timer_queue("t")
+    for i in range(3000):
+        queue.add(G1 + i % 2, i, None, 100 + i % 3)
+    fired = []
+    for _, _, key, _ in queue.poll_due(101):
+        fired.append(key)
+        if key == 0:  # at 100, with all others whose i % 3 == 0
+            for i in range(1, 3000):
+                if i % 3 != 0:
+                    queue.remove(G1 + i % 2, i, None, 100 + i % 3)
+    assert sorted(fired) == list(range(0, 3000, 3))
+    assert queue.earliest() is None
+    queue.add(G1, "late", None, 50)
+    assert list(queue.poll_due(101)) == [(50, G1, "late", None)]
+
+
+def test_a_pass_cut_short_by_an_error_leaves_the_rest_due(new_backend):
+    queue = new_backend().timer_queue("t")
+    for key in "abcd":
+        queue.add(G1, key, None, 10)
+    fired = []
+    try:
+        for timer in queue.poll_due(10):
+            fired.append(timer[2])
+            if timer[2] == "b":
+                raise RuntimeError("on_timer failed")
+    except RuntimeError:
+        pass
+    assert queue.earliest() == 10
+    assert [timer[2] for timer in queue.poll_due(10)] == ["c", "d"]
+    assert fired == ["a", "b"]
