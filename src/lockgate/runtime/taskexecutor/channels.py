@@ -15,12 +15,13 @@ subtask cuts the same batches.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
 from pickle import HIGHEST_PROTOCOL, dumps
 from typing import Any
 
 from lockgate.runtime.task_deployment import BatchBounds
 from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, resolve_callable
-from lockgate.runtime.taskexecutor.watermarks import ChannelEnd
+from lockgate.runtime.taskexecutor.watermarks import LONG_MIN, ChannelEnd
 from lockgate.state.key_groups import murmur_hash
 from lockgate.state.key_hash import stable_key_hash
 
@@ -213,9 +214,8 @@ class KeyGroupWriter(ChannelWriter):
             self.timestamps[target].append(self.record.value)
 
     def process_batch(self, values: Any, timestamps: list[int] | None = None) -> None:
-        if timestamps is not None or self.timestamps is not None:
-            super().process_batch(values, timestamps)  # record by record, with timestamps
-            return
+        stamps = self.timestamps  # None: the edge carries no timestamps
+        given = timestamps if timestamps is not None else repeat(LONG_MIN)
         key_fn = self.key_fn
         cached = self.key_groups.get
         target_of = self.target_of
@@ -224,7 +224,7 @@ class KeyGroupWriter(ChannelWriter):
         sizes = self.sizes
         max_bytes = self.max_bytes
         max_records = self.max_records
-        for value in values:
+        for value, timestamp in zip(values, given, strict=False):
             try:
                 key = key_fn(value)
                 key_group = cached(key)
@@ -243,6 +243,8 @@ class KeyGroupWriter(ChannelWriter):
             buffer.append(data)
             group_buffers[target].append(key_group)
             sizes[target] = size
+            if stamps is not None:
+                stamps[target].append(timestamp)
 
     def contents(self, buffer_index: int) -> Any:
         """(key groups, pickled records[, timestamps])."""

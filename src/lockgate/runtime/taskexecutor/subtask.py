@@ -28,7 +28,10 @@ from lockgate.runtime.taskexecutor.operators import (
     _drop,
     resolve_callable,
 )
-from lockgate.runtime.taskexecutor.timestamps_and_watermarks import SourceOperator
+from lockgate.runtime.taskexecutor.timestamps_and_watermarks import (
+    SourceOperator,
+    TimestampsAndWatermarksOperator,
+)
 from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN, ChannelEnd, combine
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_range
@@ -178,6 +181,8 @@ class Subtask:
                 self.source_operator = source
             else:
                 operator = node.operator.create(ctx, keyed=node is head and vertex.keyed)
+                if isinstance(operator, TimestampsAndWatermarksOperator) and len(targets) == 1:
+                    operator.targets = targets[None]
             operator.emit = _emitter(targets)
             built[id(node)] = operator
         self.operators = [built[id(n)] for n in vertex.nodes]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from itertools import repeat
 from numbers import Integral
 from typing import Any
 
@@ -77,6 +78,25 @@ class TimestampsAndWatermarksOperator(_Assigning):
         self.max_timestamp = LONG_MIN
         self.records = 0  # in this epoch (for idleness)
         self.last_active = _now_ms()
+        # Set by the subtask when the operator has no side outputs to route: batches then
+        # go on to these as batches.
+        self.targets: list[Operator] | None = None
+
+    def process_batch(self, values: Any, timestamps: list[int] | None = None) -> None:
+        if self.targets is None:
+            super().process_batch(values, timestamps)
+            return
+        if self.extract is None:
+            stamps = timestamps if timestamps is not None else [LONG_MIN] * len(values)
+        else:
+            timestamp_of = self.timestamp_of
+            given = timestamps if timestamps is not None else repeat(LONG_MIN)
+            stamps = [timestamp_of(v, t) for v, t in zip(values, given, strict=False)]
+        if stamps:
+            self.max_timestamp = max(self.max_timestamp, max(stamps))
+        self.records += len(values)
+        for target in self.targets:
+            target.process_batch(values, stamps)
 
     def process(self, value: Any) -> None:
         record = self.ctx.record
