@@ -96,6 +96,7 @@ class SplitWatermarks:
         self.idle_timeout_ms = idle_timeout_ms
         self.max_timestamps: dict[str, int] = {}
         self.last_active: dict[str, float] = {}  # processing time (ms) of the last record
+        self.ending: dict[str, int] = {}  # splits finished in this epoch: max timestamp
 
     def read(self, split: str, max_timestamp: int, records: int, now_ms: float) -> None:
         """``records`` records of ``split`` were read, the latest at ``max_timestamp``."""
@@ -107,17 +108,24 @@ class SplitWatermarks:
             self.last_active[split] = now_ms
 
     def finished(self, split: str) -> None:
-        self.max_timestamps.pop(split, None)
+        # It still counts in this epoch's watermark (its last records were read in it, and
+        # a file is often read whole in one epoch); ``current`` then lets it go.
         self.last_active.pop(split, None)
+        max_timestamp = self.max_timestamps.pop(split, LONG_MIN)
+        if max_timestamp > LONG_MIN:
+            self.ending[split] = max_timestamp
 
     def current(self, now_ms: float) -> tuple[int, bool]:
-        """(watermark, idle) over the live splits; no live split counts as idle."""
+        """(watermark, idle) over the live splits and those finished since the last call;
+        no such split counts as idle."""
         timeout = self.idle_timeout_ms
         active = [
             bounded_watermark(max_ts, self.out_of_orderness_ms)
             for split, max_ts in self.max_timestamps.items()
             if timeout is None or now_ms - self.last_active[split] < timeout
         ]
+        active.extend(bounded_watermark(t, self.out_of_orderness_ms) for t in self.ending.values())
+        self.ending.clear()
         if not active:
             return LONG_MIN, True
         return min(active), False

@@ -43,10 +43,22 @@ def test_split_watermarks_take_the_slowest_live_split():
     splits.read("a", 500, 3, 0)
     splits.read("b", 100, 3, 0)
     assert splits.current(0) == (89, False)
-    splits.finished("b")  # a finished split holds nobody back
+    splits.finished("b")  # counts once more (its last records), then holds nobody back
+    assert splits.current(0) == (89, False)
     assert splits.current(0) == (489, False)
     splits.read("c", LONG_MIN, 0, 0)  # assigned, nothing read yet: holds at the start
     assert splits.current(0) == (LONG_MIN, False)
+
+
+def test_a_split_read_whole_in_one_epoch_moves_the_watermark():
+    splits = SplitWatermarks(10, None)
+    splits.read("file-1", 999, 1000, 0)
+    splits.finished("file-1")
+    assert splits.current(0) == (988, False)
+    assert splits.current(0) == (LONG_MIN, True)  # nothing to read: idle
+    splits.read("file-2", LONG_MIN, 0, 0)
+    splits.finished("file-2")  # empty: no timestamps, no say
+    assert splits.current(0) == (LONG_MIN, True)
 
 
 def test_a_split_without_records_for_the_idle_timeout_is_idle():
