@@ -188,6 +188,7 @@ def _unpack(bucket: int) -> tuple[int, int]:
 
 _TIMESTAMP = struct.Struct(">Q")  # offset binary: byte order is timestamp order
 _OFFSET = 1 << 63
+_FIRED_BATCH = 10_000  # fired timers deleted from RocksDB per write
 
 
 class RocksDBTimerQueue:
@@ -196,10 +197,10 @@ class RocksDBTimerQueue:
 
     ``pending`` caches changes (entry key -> True for added, False for removed) until the
     queue is read or the backend writes back (``write_back``). While ``poll_due`` runs, the
-    iterators see the instance as the pass began, and ``during`` holds what changed since
-    (fired and removed timers: False; added ones: True, and due ones join the pass), written
-    to the instance in one batch when the pass ends: one epoch's fired timers are in memory
-    for a moment, never all the timers.
+    iterators see the instance as the pass began; fired timers are deleted from it in
+    batches as the pass goes, and ``during`` holds the pass's own changes (removed
+    timers and those fired after being added again: False; added ones: True, and due ones
+    join the pass), written to the instance when the pass ends.
     """
 
     def __init__(
@@ -221,6 +222,7 @@ class RocksDBTimerQueue:
         self.known: dict[tuple[int, Any, Any], bool] = {}  # timer -> pending state
         self.draining: list[Any] | None = None  # the heads of a running poll_due
         self.during: dict[bytes, bool] = {}
+        self.fired: set[bytes] = set()  # fired in the running pass, not yet deleted
         self.sequence = 0  # orders equal heads (a timer added again while polled)
 
     def _entry(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> bytes:
@@ -259,12 +261,22 @@ class RocksDBTimerQueue:
         if not added:
             self.during[entry] = False
             return
-        if status is True or (status is None and self.db.get(entry) is not None):
+        if status is True or (
+            status is None and entry not in self.fired and self.db.get(entry) is not None
+        ):
             return  # there already, not fired yet
         self.during[entry] = True
         heads = self.draining
         assert heads is not None
         heapq.heappush(heads, (timestamp, key_group, entry, self._next(), None))
+
+    def _delete_fired(self) -> None:
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for entry in self.fired:
+            batch.delete(entry)
+        self.fired.clear()
+        if not batch.is_empty():
+            self.db.write(batch)
 
     def _write_during(self) -> None:
         """Apply ``during`` to the instance. Not before the pass ends: until then, a timer
@@ -314,7 +326,7 @@ class RocksDBTimerQueue:
             if head is not None and head[0] <= limit:
                 heapq.heappush(heads, (head[0], key_group, head[1], self._next(), iterator))
         self.draining = heads
-        during = self.during
+        during, fired = self.during, self.fired
         try:
             while heads and heads[0][0] <= limit:
                 timestamp, key_group, entry, _, iterator = heapq.heappop(heads)
@@ -324,13 +336,24 @@ class RocksDBTimerQueue:
                     if head is not None and head[0] <= limit:
                         heads_entry = (head[0], key_group, head[1], self._next(), iterator)
                         heapq.heappush(heads, heads_entry)
-                if during.get(entry) is False:
+                status = during.get(entry)
+                if status is False:
                     continue  # removed, or fired already, since the pass began
-                during[entry] = False
+                if status is True:
+                    # Added in this pass: it may come again, from the iterator that had it
+                    # before it was removed and added back.
+                    during[entry] = False
+                else:
+                    # Only its key group's iterator had it, and has passed it: it can go now,
+                    # so that a pass over millions of due timers holds none of them.
+                    fired.add(entry)
+                    if len(fired) >= _FIRED_BATCH:
+                        self._delete_fired()
                 key, end = decode_key_prefix(entry, self.prefix.size + _TIMESTAMP.size)
                 yield timestamp, key_group, key, loads(entry[end:])
         finally:
             self.draining = None
+            self._delete_fired()
             self._write_during()
 
     def earliest(self) -> int | None:

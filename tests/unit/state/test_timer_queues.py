@@ -183,3 +183,26 @@ def test_a_pass_cut_short_by_an_error_leaves_the_rest_due(new_backend):
     assert queue.earliest() == 10
     assert [timer[2] for timer in queue.poll_due(10)] == ["c", "d"]
     assert fired == ["a", "b"]
+
+
+def test_a_pass_over_many_due_timers_holds_few_of_them(new_backend):
+    """RocksDB is for state larger than memory: a pass at the end of event time must not
+    keep every fired timer in memory until it ends (it deletes them as it goes)."""
+    backend = new_backend()
+    queue = backend.timer_queue("t")
+    for i in range(30_000):
+        queue.add(G1 + i % 2, i, None, i)
+    held = 0
+    fired = []
+    again = set()
+    for timestamp, key_group, key, _ in queue.poll_due(40_000):
+        fired.append(timestamp)
+        if key % 1000 == 0 and key not in again:  # some firings register timers again
+            again.add(key)
+            queue.add(key_group, key, None, timestamp)  # due: fires again in this pass
+            queue.add(key_group, key, None, timestamp + 50_000)  # not due
+        held = max(held, len(getattr(queue, "during", ())))
+    assert sorted(fired) == sorted(list(range(30_000)) + list(range(0, 30_000, 1000)))
+    assert held <= 60  # the pass's own registrations
+    assert queue.earliest() == 50_000
+    assert [ts for ts, *_ in queue.poll_due(2**63 - 1)] == list(range(50_000, 80_000, 1000))
