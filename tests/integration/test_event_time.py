@@ -8,6 +8,7 @@ epoch size or the parallelism.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections import Counter
 
@@ -16,7 +17,7 @@ from lockgate_it_support import BACKENDS
 
 from lockgate.common import Duration, WatermarkStrategy
 from lockgate.common.watermark_strategy import TimestampAssigner
-from lockgate.datastream import KeyedProcessFunction, ProcessFunction
+from lockgate.datastream import KeyedCoProcessFunction, KeyedProcessFunction, ProcessFunction
 from lockgate.datastream.state import ListStateDescriptor
 
 BOUND_MS = 20
@@ -303,3 +304,88 @@ def test_an_idle_input_stops_holding_the_watermark_back(make_env):
     assert all(run(monotonous))  # held back by the idle subtask until the end
     idle = monotonous.with_idleness(Duration.of_millis(1))
     assert not all(run(idle))
+
+
+class TimerAtTimestamp(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(ctx.timestamp())
+
+    def on_timer(self, timestamp, ctx):
+        yield timestamp
+
+
+def _continuous_files(directory):
+    from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
+
+    return (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(directory))
+        .monitor_continuously(Duration.of_millis(100))
+        .build()
+    )
+
+
+def _first(records, count: int, seconds: float = 60) -> list:
+    """The first ``count`` records of a job that runs on; fails (and ends the job) if they
+    take longer than ``seconds``."""
+    got: list = []
+
+    def take():
+        for record in records:
+            got.append(record)
+            if len(got) == count:
+                return
+
+    reader = threading.Thread(target=take, daemon=True)
+    reader.start()
+    reader.join(seconds)
+    records.close()
+    assert len(got) == count, f"{len(got)} of {count} records within {seconds} s: {got}"
+    return got
+
+
+def test_a_file_read_whole_in_one_epoch_moves_event_time(make_env, tmp_path):
+    """A continuous source never ends its input; its only file is read in one epoch, and the
+    watermark of that file's records still counts."""
+    directory = tmp_path / "in"
+    directory.mkdir()
+    (directory / "part-0").write_text("".join(f"{ts},k\n" for ts in range(1, 51)))
+    monotonous = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(FirstField())
+    env = make_env(parallelism=1)
+    fired = (
+        env.from_source(_continuous_files(directory), monotonous, "files")
+        .key_by(lambda line: "k")
+        .process(TimerAtTimestamp())
+        .execute_and_collect()
+    )
+    assert sorted(_first(fired, 49)) == list(range(1, 50))  # the watermark is 50 - 1
+
+
+class RulesAndEvents(KeyedCoProcessFunction):
+    def process_element1(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(ctx.timestamp())
+
+    def process_element2(self, value, ctx):
+        return None
+
+    def on_timer(self, timestamp, ctx):
+        yield timestamp
+
+
+def test_a_bounded_source_that_ends_sends_the_end_of_event_time(make_env, tmp_path):
+    """As in Flink, a source read to its end sends the end of event time whatever the other
+    sources do: a collection of rules without watermarks, connected to continuous events,
+    stops holding the events' watermark back once it is read."""
+    directory = tmp_path / "in"
+    directory.mkdir()
+    (directory / "part-0").write_text("".join(f"{ts},k\n" for ts in range(1, 51)))
+    monotonous = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(FirstField())
+    env = make_env(parallelism=1)
+    events = env.from_source(_continuous_files(directory), monotonous, "events")
+    rules = env.from_collection([("k", "rule")])
+    fired = (
+        events.connect(rules)
+        .key_by(lambda line: "k", lambda rule: rule[0])
+        .process(RulesAndEvents())
+        .execute_and_collect()
+    )
+    assert sorted(_first(fired, 49)) == list(range(1, 50))

@@ -21,7 +21,7 @@ from lockgate.state.rocksdb import RocksDBSettings
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
-DESCRIPTOR_VERSION = 1
+DESCRIPTOR_VERSION = 2
 RESTORE_VERSION = 2
 
 
@@ -94,7 +94,8 @@ class TaskDeploymentDescriptor:
     source: bool  # the task reads a source (its partitions carry split assignments)
     run: str  # job id and restart generation (run_id): hosted subtasks belong to one run
     epoch: int
-    end_of_input: bool
+    end_of_input: bool  # every source is read to its end after this epoch
+    source_ends: bool  # this source task's input is read to its end after this epoch
     tag: str  # names this epoch's state files; unique per run and try
     checkpoint: bool  # this epoch ends with a checkpoint
     ack_dir: str  # relative to the work directory
@@ -115,6 +116,7 @@ class TaskDeploymentDescriptor:
             "run": self.run,
             "epoch": self.epoch,
             "end_of_input": self.end_of_input,
+            "source_ends": self.source_ends,
             "tag": self.tag,
             "checkpoint": self.checkpoint,
             "ack_dir": self.ack_dir,
@@ -142,6 +144,7 @@ class TaskDeploymentDescriptor:
             run=field(body, "run", str, where),
             epoch=field(body, "epoch", int, where),
             end_of_input=field(body, "end_of_input", bool, where),
+            source_ends=field(body, "source_ends", bool, where),
             tag=field(body, "tag", str, where),
             checkpoint=field(body, "checkpoint", bool, where),
             ack_dir=field(body, "ack_dir", str, where),

@@ -257,6 +257,7 @@ class Cluster:
             run=self.run_id,
             epoch=epoch,
             end_of_input=False,
+            source_ends=False,
             tag=tag,
             checkpoint=checkpoint,
             ack_dir=f"epochs/{tag}",

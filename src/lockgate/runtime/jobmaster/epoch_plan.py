@@ -16,6 +16,7 @@ class EpochPlan:
     tag: str  # names the epoch's files; unique per run and try
     ack_dir: str  # in the work directory: one acknowledgement per subtask attempt
     end_of_input: bool  # the sources are read to their end after this epoch
+    sources_ending: frozenset[int]  # the source tasks read to their end after this epoch
     checkpoint: bool  # the epoch ends with a checkpoint
     inject_failure: bool  # tests: every subtask fails after its snapshot, before its ack
     tasks: dict[int, EpochTask]  # per task (vertex id)

@@ -61,11 +61,11 @@ class EpochPlanner:
             and not self._timer_due(state)
         ):
             return None
-        end_of_input = all(e.is_finished() or e.will_finish() for e in enumerators.values())
-        checkpoint = self.coordinator.due(end_of_input)
+        ending = _ending(enumerators)
+        checkpoint = self.coordinator.due(len(ending) == len(enumerators))
         if checkpoint:
             self.coordinator.triggered()
-        frame = self._frame(state.epoch + 1, generation, end_of_input, checkpoint, assignments)
+        frame = self._frame(state.epoch + 1, generation, ending, checkpoint, assignments)
         restores = {
             vertex.id: [restore.encode() for restore in state.restore_for(vertex, frame.run)]
             for vertex in self.job.vertices
@@ -88,12 +88,12 @@ class EpochPlanner:
         assignments = {vid: twin.plan(max_records) for vid, twin in twins.items()}
         if not any(assignments.values()):
             return None
-        end_of_input = all(t.is_finished() or t.will_finish() for t in twins.values())
+        ending = _ending(twins)
         # Whether the epoch ends with a checkpoint is decided by ``complete``, on the clock
         # as for any epoch: the source tasks of a job that pipelines snapshot nothing of
         # their own (no keyed state, no sink), so they need not know.
         run = after.run
-        frame = self._frame(after.epoch + 1, after.generation, end_of_input, False, assignments)
+        frame = self._frame(after.epoch + 1, after.generation, ending, False, assignments)
         restores = {
             vertex.id: [
                 SubtaskRestore(
@@ -131,11 +131,12 @@ class EpochPlanner:
         self,
         epoch: int,
         generation: int,
-        end_of_input: bool,
+        ending: frozenset[int],
         checkpoint: bool,
         assignments: dict[int, dict[int, list[SplitAssignment]]],
     ) -> EpochPlan:
-        """An epoch's plan without tasks yet."""
+        """An epoch's plan without tasks yet; ``ending``: the source tasks whose input
+        ends with it."""
         self.tries += 1
         tag = f"e{epoch}-g{generation}t{self.tries}"
         return EpochPlan(
@@ -144,7 +145,8 @@ class EpochPlanner:
             run=run_id(self.settings.job_id, generation),
             tag=tag,
             ack_dir=f"epochs/{tag}",
-            end_of_input=end_of_input,
+            end_of_input=len(ending) == len(self.job.sources),
+            sources_ending=ending,
             checkpoint=checkpoint,
             inject_failure=self.injector.take("after-snapshot-before-ack", epoch),
             tasks={},
@@ -170,6 +172,7 @@ class EpochPlanner:
                     run=frame.run,
                     epoch=frame.epoch,
                     end_of_input=frame.end_of_input,
+                    source_ends=vertex.id in frame.sources_ending,
                     tag=frame.tag,
                     checkpoint=frame.checkpoint,
                     ack_dir=frame.ack_dir,
@@ -205,3 +208,8 @@ class EpochPlanner:
             and state.epoch > state.committed_epoch
             and self.coordinator.due(False)
         )
+
+
+def _ending(enumerators: dict[int, SplitEnumerator]) -> frozenset[int]:
+    """The source tasks whose input is read to its end once the planned epoch is read."""
+    return frozenset(v for v, e in enumerators.items() if e.is_finished() or e.will_finish())

@@ -264,6 +264,7 @@ class Subtask:
     def end_epoch(
         self,
         end_of_input: bool,
+        source_ends: bool,
         records: int,
         channel_ends: dict[tuple[int, int], ChannelEnd],
         now_ms: int,
@@ -271,14 +272,17 @@ class Subtask:
         """The epoch's input is consumed: advance event time through the chain (each
         operator fires its due timers before the next one moves on), then processing
         time, then flush, and end every output channel with the watermark it carries on.
-        ``channel_ends`` are what the input channels' markers said (none for a source)."""
+        ``channel_ends`` are what the input channels' markers said (none for a source).
+        A source whose input ends sends the end of event time, whatever the other sources
+        do (as Flink's); ``end_of_input``, the end of all of them, ends the operators'
+        input."""
         vertex = self.vertex
         status: dict[int, tuple[int, bool]] = {}
         for node, operator in zip(vertex.nodes, self.operators, strict=True):
             if node is not vertex.head:
                 inputs = [status[id(edge.source)] for edge in node.inputs]
             elif vertex.is_source:
-                inputs = [(LONG_MAX, False) if end_of_input else (LONG_MIN, True)]
+                inputs = [(LONG_MAX, False) if source_ends else (LONG_MIN, True)]
             else:
                 inputs = self._input_channels(channel_ends)
             status[id(node)] = operator.advance_watermark(*combine(inputs, operator.watermark))

@@ -154,7 +154,11 @@ class SubtaskHost:
         epoch, subtask = self._running()
         task = epoch.task
         subtask.end_epoch(
-            task.end_of_input, epoch.records_in, epoch.channel_ends, time.time_ns() // 1_000_000
+            task.end_of_input,
+            task.source_ends,
+            epoch.records_in,
+            epoch.channel_ends,
+            time.time_ns() // 1_000_000,
         )
         outputs = self._drain(subtask)
         state = subtask.snapshot_state(Storage(task.state_url), epoch.version, task.checkpoint)
