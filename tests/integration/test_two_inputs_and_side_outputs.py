@@ -129,7 +129,7 @@ class NoKeyTimer(CoProcessFunction):
 def test_timers_on_unkeyed_streams_fail_saying_what_to_use(make_env):
     env = make_env(parallelism=1)
     job = env.from_collection([1]).connect(env.from_collection([2])).process(NoKeyTimer())
-    with pytest.raises(JobExecutionError, match="key the stream with key_by"):
+    with pytest.raises(JobExecutionError, match=r"key_by\(k1, k2\)\) and use a KeyedCoProcess"):
         list(job.execute_and_collect())
 
 

@@ -29,10 +29,11 @@ class TimestampAssigner:
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
+@dataclass
 class WatermarkStrategy:
     """How a stream's timestamps and watermarks are generated (build one with the static
-    methods)."""
+    methods). ``with_timestamp_assigner`` sets the assigner on this strategy, as PyFlink's
+    does (code that does not use its result relies on that)."""
 
     #: watermark = max timestamp - out_of_orderness_ms - 1; None: no watermarks
     out_of_orderness_ms: int | None
@@ -62,7 +63,8 @@ class WatermarkStrategy:
                 "with_timestamp_assigner needs a TimestampAssigner (an object with "
                 f"extract_timestamp(value, record_timestamp)), got {timestamp_assigner!r}"
             )
-        return replace(self, timestamp_assigner=timestamp_assigner)
+        self.timestamp_assigner = timestamp_assigner
+        return self
 
     def with_idleness(self, idle_timeout: Duration) -> WatermarkStrategy:
         millis = _millis(idle_timeout, "idle_timeout")

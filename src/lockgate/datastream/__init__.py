@@ -7,7 +7,9 @@ from lockgate.datastream.checkpoint_config import (
     ExternalizedCheckpointRetention,
 )
 from lockgate.datastream.data_stream import (
+    AllWindowedStream,
     CloseableIterator,
+    ConnectedStreams,
     DataStream,
     DataStreamSink,
     KeyedStream,
@@ -50,12 +52,14 @@ from lockgate.datastream.window import (
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowedStream",
     "CheckpointConfig",
     "CheckpointingMode",
     "CloseableIterator",
     "CoFlatMapFunction",
     "CoMapFunction",
     "CoProcessFunction",
+    "ConnectedStreams",
     "CountWindow",
     "DataStream",
     "DataStreamSink",

@@ -83,7 +83,10 @@ class CoOperator(TimerFiringOperator):
             self.timer_ctx = OnTimerContext(ctx.record, timer_service, backend.ctx)
             self.on_timer = getattr(function, "on_timer", None)
         else:
-            process_ctx = ProcessContext(ctx.record, TimerService(self))
+            advice = (
+                "key both inputs (connect(...).key_by(k1, k2)) and use a KeyedCoProcessFunction"
+            )
+            process_ctx = ProcessContext(ctx.record, TimerService(self, advice))
         call1, call2 = _side_calls(kind, function, process_ctx)
         self.inputs = {1: _Input(self, call1), 2: _Input(self, call2)}
 

@@ -106,12 +106,18 @@ def _processing_time() -> int:
 class TimerService:
     """What a process function on a non-keyed stream sees of time: the clocks, no timers.
 
-    ``operator`` is the running operator, whose ``watermark`` is the current one."""
+    ``operator`` is the running operator, whose ``watermark`` is the current one; ``keyed``
+    says what the keyed form of the job would use."""
 
-    __slots__ = ("_operator",)
+    __slots__ = ("_keyed", "_operator")
 
-    def __init__(self, operator: Any):
+    def __init__(
+        self,
+        operator: Any,
+        keyed: str = "key the stream with key_by() and use a KeyedProcessFunction",
+    ):
         self._operator = operator
+        self._keyed = keyed
 
     def current_processing_time(self) -> int:
         return _processing_time()
@@ -122,7 +128,7 @@ class TimerService:
     def _keyed_only(self, *_: Any) -> None:
         raise TypeError(
             f"operator '{self._operator.ctx.name}' registered or deleted a timer, which only "
-            "a keyed stream has: key the stream with key_by() and use a KeyedProcessFunction"
+            f"a keyed stream has: {self._keyed}"
         )
 
     register_processing_time_timer = _keyed_only

@@ -373,6 +373,9 @@ class KeyedProcessOperator(TimerFiringOperator):
             value = loads(blob)
             try:
                 key_ctx.key = key_fn(value)
+            except Exception as exc:
+                raise self.failure(exc, value, "the key selector") from exc
+            try:
                 key_ctx.group = key_group
                 record.value = timestamp
                 result = fn(value, process_ctx)

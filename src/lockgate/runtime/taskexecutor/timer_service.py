@@ -10,19 +10,26 @@ registers a timer that is already due fires it in the same pass.
 from __future__ import annotations
 
 from collections.abc import Callable
+from numbers import Integral
 from typing import Any
+
+from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN
 
 # Called for each firing timer: (timestamp, key, namespace)
 OnTimer = Callable[[int, Any, Any], None]
 
 
 def _checked(timestamp: Any) -> int:
-    if type(timestamp) is not int:
-        raise TypeError(
-            f"a timer's timestamp must be an int (milliseconds), got {timestamp!r} of type "
-            f"{type(timestamp).__name__}"
-        )
-    return timestamp
+    if type(timestamp) is not int:  # the common case, one check
+        if not isinstance(timestamp, Integral) or isinstance(timestamp, bool):
+            raise TypeError(
+                f"a timer's timestamp must be an int (milliseconds), got {timestamp!r} of type "
+                f"{type(timestamp).__name__}"
+            )
+        timestamp = int(timestamp)
+    if not LONG_MIN <= timestamp <= LONG_MAX:
+        raise ValueError(f"a timer's timestamp must fit in 64 bits, got {timestamp}")
+    return int(timestamp)
 
 
 class InternalTimerService:
@@ -32,20 +39,25 @@ class InternalTimerService:
         self.processing = backend.timer_queue(f"_timers/{name}/processing")
 
     def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
-        ctx = self.key_context
-        self.event.add(ctx.group, ctx.key, namespace, _checked(timestamp))
+        self.event.add(*self._current_key(), namespace, _checked(timestamp))
 
     def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
-        ctx = self.key_context
-        self.processing.add(ctx.group, ctx.key, namespace, _checked(timestamp))
+        self.processing.add(*self._current_key(), namespace, _checked(timestamp))
 
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
-        ctx = self.key_context
-        self.event.remove(ctx.group, ctx.key, namespace, _checked(timestamp))
+        self.event.remove(*self._current_key(), namespace, _checked(timestamp))
 
     def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
+        self.processing.remove(*self._current_key(), namespace, _checked(timestamp))
+
+    def _current_key(self) -> tuple[int, Any]:
         ctx = self.key_context
-        self.processing.remove(ctx.group, ctx.key, namespace, _checked(timestamp))
+        if ctx.group < 0:  # before the first record: open()
+            raise RuntimeError(
+                "a timer needs a current key: register and delete timers in "
+                "process_element or on_timer"
+            )
+        return ctx.group, ctx.key
 
     def advance_watermark(self, watermark: int, on_event_time: OnTimer) -> None:
         self._fire(self.event.poll_due(watermark), on_event_time)
