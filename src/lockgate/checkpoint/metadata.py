@@ -27,8 +27,8 @@ FORMAT = "lockgate-checkpoint"
 VERSION = 3
 _OLDER_VERSIONS = {
     1: "kept state per chain of operators, not per operator uid",
-    2: "kept no watermarks",
 }
+_WITHOUT_WATERMARKS = 2  # read as this version with no watermark yet in any operator
 
 
 class CheckpointFormatError(ValueError):
@@ -188,7 +188,7 @@ def decode(data: bytes, path: str) -> CheckpointMetadata:
     if not isinstance(envelope, dict) or envelope.get("format") != FORMAT:
         raise CheckpointFormatError(f"{path} is not a lockgate checkpoint metadata file")
     version = envelope.get("version")
-    if version != VERSION:
+    if version not in (VERSION, _WITHOUT_WATERMARKS):
         why = _OLDER_VERSIONS.get(version) if isinstance(version, int) else None
         older = f" (an older lockgate's, which {why})" if why else ""
         raise CheckpointFormatError(
@@ -202,7 +202,26 @@ def decode(data: bytes, path: str) -> CheckpointMetadata:
         raise CheckpointFormatError(
             f"checkpoint metadata {path} fails its checksum: the file was altered or damaged"
         )
+    if version == _WITHOUT_WATERMARKS:
+        body = _with_watermarks(body)
     try:
         return CheckpointMetadata.from_json(body, f"checkpoint metadata {path}")
     except RecordFormatError as exc:
         raise CheckpointFormatError(str(exc)) from None
+
+
+def _with_watermarks(body: dict[str, Any]) -> dict[str, Any]:
+    """A version-2 body as version 3: every subtask without a watermark yet (version 2 ran
+    no event time)."""
+    operators = body.get("operators")
+    if not isinstance(operators, dict):
+        return body  # from_json names what is wrong
+    upgraded = {}
+    for uid, operator in operators.items():
+        if isinstance(operator, dict) and isinstance(operator.get("subtasks"), list):
+            subtasks = [
+                {"watermark": None, **s} if isinstance(s, dict) else s for s in operator["subtasks"]
+            ]
+            operator = {**operator, "subtasks": subtasks}
+        upgraded[uid] = operator
+    return {**body, "operators": upgraded}

@@ -187,6 +187,23 @@ def keyed_operator(body: dict) -> dict:
     return body["operators"]["keyedprocess-1"]
 
 
+def test_a_version_2_checkpoint_restores_with_no_watermarks_yet():
+    envelope = json.loads(encode(BODY))
+    envelope["version"] = 2
+    for operator in envelope["body"]["operators"].values():
+        for subtask in operator["subtasks"]:
+            del subtask["watermark"]
+    envelope["sha256"] = hashlib.sha256(metadata._canonical(envelope["body"])).hexdigest()
+    read = decode(json.dumps(envelope).encode(), PATH)
+    assert read == replace(
+        BODY,
+        operators={
+            uid: replace(op, subtasks=tuple(replace(s, watermark=None) for s in op.subtasks))
+            for uid, op in BODY.operators.items()
+        },
+    )
+
+
 def test_a_version_1_checkpoint_says_it_kept_state_per_chain():
     envelope = json.loads(encode(BODY))
     envelope["version"] = 1
