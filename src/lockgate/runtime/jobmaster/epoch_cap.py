@@ -64,8 +64,10 @@ class EpochCap:
             self.by_timeout = min(self.configured, self.by_timeout * 2)
         if self.target_s is None or not warm or seconds <= 0:
             return
-        if records_per_split < self.value and seconds <= self.target_s:
-            return  # the input ran out before the share: no news on how much fits
+        if records_per_split == 0 or (records_per_split < self.value and seconds <= self.target_s):
+            # The input ran out before the share (or there was none: an epoch run for a due
+            # timer, however long its firing took): no news on how much input fits.
+            return
         wanted = records_per_split * self.target_s / seconds
         wanted = min(max(wanted, self.by_time / STEP), self.by_time * STEP)
         before = self.by_time

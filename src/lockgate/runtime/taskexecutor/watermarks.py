@@ -136,7 +136,7 @@ class SplitWatermarks:
     def restore(self, raw: Any, where: str, now_ms: float) -> None:
         body = open_envelope(raw, SPLITS_FORMAT, SPLITS_VERSION, where)
         stamps = field(body, "max_timestamps", dict, where)
-        if not all(isinstance(v, int) for v in stamps.values()):
+        if not all(type(v) is int for v in stamps.values()):
             raise RecordFormatError(f"{where}: field 'max_timestamps' must map splits to ints")
         self.max_timestamps = dict(stamps)
         # idleness counts again from the restore, as in Flink

@@ -53,6 +53,13 @@ def test_an_epoch_that_ran_out_of_input_early_changes_nothing():
     assert cap.value == FIRST
 
 
+def test_an_epoch_without_input_changes_nothing_however_long_it_took():
+    cap = EpochCap(1_000_000, 1.0)
+    before = cap.value
+    cap.epoch_took(5.0, 60, 0, warm=True)  # an epoch run to fire timers
+    assert cap.value == before
+
+
 def test_slow_epochs_shrink_it_but_not_below_the_floor():
     cap = EpochCap(1_000_000, 1.0)
     cap.epoch_took(2.0, None, 20_000, warm=True)  # 10k records/s, input-bound or not
