@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from typing import Any
 
+from lockgate.common.clock import processing_time_ms
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -33,7 +34,6 @@ from lockgate.state.timer_queues import TIMERS_KIND, HeapTimerQueue
 from lockgate.state.ttl import (
     TtlSettings,
     TtlState,
-    processing_time_ms,
     purge_expired,
     purge_expired_entries,
     stored_kind,

@@ -30,6 +30,7 @@ from typing import Any
 
 import rocksdict
 
+from lockgate.common.clock import processing_time_ms
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -53,7 +54,6 @@ from lockgate.state.namespaces import NamespaceMerging, namespaced_kind
 from lockgate.state.timer_queues import TIMERS_KIND, RocksDBTimerQueue
 from lockgate.state.ttl import (
     TtlState,
-    processing_time_ms,
     purge_expired,
     ttl_settings,
     wrap_with_ttl,

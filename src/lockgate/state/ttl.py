@@ -35,12 +35,12 @@ Backend contract (see ``HeapKeyedStateBackend.get_state`` for the reference):
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from enum import Enum
 from itertools import islice
 from typing import Any, TypeVar, cast
 
+from lockgate.common.clock import processing_time_ms
 from lockgate.common.time import Duration
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
@@ -403,11 +403,6 @@ RAW_KINDS = {
     "list": "list",
     "map": "map",
 }
-
-
-def processing_time_ms() -> int:
-    """The TTL clock: processing time in milliseconds."""
-    return time.time_ns() // 1_000_000
 
 
 def is_expired(last_access_ms: int, ttl_ms: int, now_ms: int) -> bool:

@@ -9,12 +9,12 @@ coordinator decides whether the epoch ends with a checkpoint.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Any
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.storage import Storage
+from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.epoch_job import reports_attempt
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
@@ -198,7 +198,7 @@ class EpochPlanner:
     def _timer_due(state: JobState) -> bool:
         """A processing-time timer is due: an epoch without input fires it."""
         due = state.next_processing_timer()
-        return due is not None and due <= time.time() * 1000
+        return due is not None and due <= processing_time_ms()
 
     def _idle_checkpoint_due(self, state: JobState) -> bool:
         """A checkpoint is due on the clock, input or not: an empty epoch then commits what

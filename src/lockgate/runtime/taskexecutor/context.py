@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from enum import Enum
 from typing import Any
 
+from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
 
 
@@ -99,10 +99,6 @@ class RecordTimestamp:
         self.value = LONG_MIN
 
 
-def _processing_time() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class TimerService:
     """What a process function on a non-keyed stream sees of time: the clocks, no timers.
 
@@ -120,7 +116,7 @@ class TimerService:
         self._keyed = keyed
 
     def current_processing_time(self) -> int:
-        return _processing_time()
+        return processing_time_ms()
 
     def current_watermark(self) -> int:
         return int(self._operator.watermark)

@@ -23,6 +23,7 @@ from pyspark import cloudpickle
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
+from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.source import SplitAssignment, SplitProgress
@@ -158,7 +159,7 @@ class SubtaskHost:
             task.source_ends,
             epoch.records_in,
             epoch.channel_ends,
-            time.time_ns() // 1_000_000,
+            processing_time_ms(),
         )
         outputs = self._drain(subtask)
         state = subtask.snapshot_state(Storage(task.state_url), epoch.version, task.checkpoint)

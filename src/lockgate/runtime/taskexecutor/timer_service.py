@@ -14,6 +14,7 @@ from numbers import Integral
 from typing import Any
 
 from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN
+from lockgate.state.timer_queues import TimerQueue
 
 # Called for each firing timer: (timestamp, key, namespace)
 OnTimer = Callable[[int, Any, Any], None]
@@ -35,8 +36,8 @@ def _checked(timestamp: Any) -> int:
 class InternalTimerService:
     def __init__(self, backend: Any, name: str):
         self.key_context = backend.ctx
-        self.event = backend.timer_queue(f"_timers/{name}/event")
-        self.processing = backend.timer_queue(f"_timers/{name}/processing")
+        self.event: TimerQueue = backend.timer_queue(f"_timers/{name}/event")
+        self.processing: TimerQueue = backend.timer_queue(f"_timers/{name}/processing")
 
     def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         self.event.add(*self._current_key(), namespace, _checked(timestamp))
@@ -67,8 +68,7 @@ class InternalTimerService:
 
     def next_processing_time(self) -> int | None:
         """When the earliest processing-time timer is due (None: there is none)."""
-        earliest: int | None = self.processing.earliest()
-        return earliest
+        return self.processing.earliest()
 
     def _fire(self, due: Any, on_timer: OnTimer) -> None:
         ctx = self.key_context

@@ -9,12 +9,12 @@ have seen is operator state, so a restore continues from the watermark of the ch
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from itertools import repeat
 from numbers import Integral
 from typing import Any
 
+from lockgate.common.clock import processing_time_ms
 from lockgate.common.records import envelope, field, open_envelope
 from lockgate.runtime.source import SplitProgress
 from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext
@@ -24,10 +24,6 @@ from lockgate.runtime.taskexecutor.watermarks import (
     SplitWatermarks,
     bounded_watermark,
 )
-
-
-def _now_ms() -> float:
-    return time.time() * 1000
 
 
 class _Assigning(Operator):
@@ -77,7 +73,7 @@ class TimestampsAndWatermarksOperator(_Assigning):
         super().__init__(ctx, strategy)
         self.max_timestamp = LONG_MIN
         self.records = 0  # in this epoch (for idleness)
-        self.last_active = _now_ms()
+        self.last_active = processing_time_ms()
         # Set by the subtask when the operator has no side outputs to route: batches then
         # go on to these as batches.
         self.targets: list[Operator] | None = None
@@ -113,7 +109,7 @@ class TimestampsAndWatermarksOperator(_Assigning):
         if watermark == LONG_MAX:
             self.watermark = LONG_MAX
             return LONG_MAX, False
-        now = _now_ms()
+        now = processing_time_ms()
         if self.records:
             self.last_active = now
             self.records = 0
@@ -160,7 +156,7 @@ class SourceOperator(_Assigning):
                 timestamps = [self.timestamp_of(value, LONG_MIN) for value in values]
                 if timestamps:
                     max_timestamp = max(timestamps)
-            self.splits.read(split, max_timestamp, len(values), _now_ms())
+            self.splits.read(split, max_timestamp, len(values), processing_time_ms())
         for target in self.targets:
             target.process_batch(values, timestamps)
 
@@ -171,7 +167,7 @@ class SourceOperator(_Assigning):
         if progress is not None and progress.finished:
             self.splits.finished(split)
         else:
-            self.splits.read(split, LONG_MIN, 0, _now_ms())
+            self.splits.read(split, LONG_MIN, 0, processing_time_ms())
 
     def advance_watermark(self, watermark: int, idle: bool) -> tuple[int, bool]:
         """``watermark`` is LONG_MAX at the end of the input (it has no other input)."""
@@ -180,7 +176,7 @@ class SourceOperator(_Assigning):
             return LONG_MAX, False
         if self.splits is None:
             return self.watermark, False
-        generated, idle = self.splits.current(_now_ms())
+        generated, idle = self.splits.current(processing_time_ms())
         self.watermark = max(self.watermark, generated)
         return self.watermark, idle
 
@@ -190,4 +186,4 @@ class SourceOperator(_Assigning):
     def restore_state(self, state: Any) -> None:
         if self.splits is not None:
             where = f"the split watermarks of source '{self.ctx.name}' (uid '{self.ctx.uid}')"
-            self.splits.restore(state, where, _now_ms())
+            self.splits.restore(state, where, processing_time_ms())

@@ -16,11 +16,11 @@ the time of what caused the firing).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.errors import UserFunctionError
 from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext
 from lockgate.runtime.taskexecutor.timer_service import InternalTimerService
@@ -28,10 +28,6 @@ from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN
 from lockgate.state.descriptors import StateDescriptor, ValueStateDescriptor
 
 MERGING_WINDOW_SET = ValueStateDescriptor("merging-window-set")
-
-
-def _processing_time() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass
@@ -484,7 +480,7 @@ class WindowTriggerContext:
                     f"current watermark by merging. Current watermark: {operator.watermark} "
                     f"window: {merge_result!r}"
                 )
-        elif merge_result.max_timestamp() <= _processing_time():
+        elif merge_result.max_timestamp() <= processing_time_ms():
             raise ValueError(
                 "The end timestamp of a processing-time window cannot become earlier than "
                 f"the current processing time by merging. window: {merge_result!r}"
@@ -502,7 +498,7 @@ class WindowTriggerContext:
     # The TriggerContext interface --------------------------------------------------------
 
     def get_current_processing_time(self) -> int:
-        return _processing_time()
+        return processing_time_ms()
 
     def get_metric_group(self) -> Any:
         return None
@@ -566,7 +562,7 @@ class ProcessWindowContext:
         return self.current
 
     def current_processing_time(self) -> int:
-        return _processing_time()
+        return processing_time_ms()
 
     def current_watermark(self) -> int:
         return self.operator.watermark
@@ -585,7 +581,7 @@ class AssignerContext:
         self.runtime_context = runtime_context
 
     def get_current_processing_time(self) -> int:
-        return _processing_time()
+        return processing_time_ms()
 
     def get_runtime_context(self) -> Any:
         return self.runtime_context
