@@ -389,3 +389,35 @@ def test_a_bounded_source_that_ends_sends_the_end_of_event_time(make_env, tmp_pa
         .execute_and_collect()
     )
     assert sorted(_first(fired, 49)) == list(range(1, 50))
+
+
+def test_inputs_that_stop_become_idle_without_more_input(make_env, tmp_path):
+    """Two continuous inputs, one behind the other in event time, both stop: once their
+    idle timeout has passed the driver runs an epoch without input, both are idle, and the
+    watermark moves to the one ahead (Flink's valve), firing its timers."""
+    ahead, behind = tmp_path / "ahead", tmp_path / "behind"
+    ahead.mkdir()
+    behind.mkdir()
+    (ahead / "part-0").write_text("".join(f"{ts},k\n" for ts in range(10, 1001, 10)))
+    (behind / "part-0").write_text("".join(f"{ts},k\n" for ts in range(1, 101)))
+    idle = (
+        WatermarkStrategy.for_monotonous_timestamps()
+        .with_timestamp_assigner(FirstField())
+        .with_idleness(Duration.of_millis(300))
+    )
+    env = make_env(parallelism=1)
+
+    def read(directory, name):
+        return env.from_source(
+            _continuous_files(directory), WatermarkStrategy.no_watermarks(), name
+        ).assign_timestamps_and_watermarks(idle)
+
+    fired = (
+        read(ahead, "ahead")
+        .union(read(behind, "behind"))
+        .key_by(lambda line: "k")
+        .process(TimerAtTimestamp())
+        .execute_and_collect()
+    )
+    stamps = sorted({*range(10, 1001, 10), *range(1, 101)})
+    assert sorted(_first(fired, len(stamps) - 1)) == stamps[:-1]  # the watermark is 1000 - 1

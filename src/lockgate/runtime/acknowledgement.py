@@ -48,7 +48,9 @@ class SubtaskAck:
     state: KeyedStateSnapshot | None  # keyed subtasks
     operators: dict[str, Any]  # operator uid -> operator state
     watermarks: dict[str, int]  # operator uid -> its watermark at the end of the epoch
-    next_timer_ms: int | None  # when its earliest processing-time timer is due
+    # when it next needs an epoch by processing time: its earliest processing-time timer,
+    # or an input of it becoming idle
+    next_timer_ms: int | None
     restored: bool  # rebuilt from files rather than found live in its host
     location: str  # the Spark host of the subtask's host ("" in local mode)
     duration_ms: float

@@ -111,7 +111,8 @@ class Operator:
         """The epoch ends at processing time ``now``: fire the processing-time timers due."""
 
     def next_processing_time(self) -> int | None:
-        """When the operator's earliest processing-time timer is due (None: none)."""
+        """When the operator next needs an epoch by processing time (None: never): its
+        earliest processing-time timer, or when an input of it would become idle."""
         return None
 
     def process(self, value: Any) -> None:

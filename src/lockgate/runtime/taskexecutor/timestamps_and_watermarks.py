@@ -118,6 +118,14 @@ class TimestampsAndWatermarksOperator(_Assigning):
         self.watermark = max(self.watermark, generated)
         return self.watermark, timeout is not None and now - self.last_active >= timeout
 
+    def next_processing_time(self) -> int | None:
+        # An input that stops is idle after the timeout, also when no epoch would run.
+        timeout = self.strategy.idle_timeout_ms
+        if timeout is None or self.watermark == LONG_MAX:
+            return None
+        due = int(self.last_active + timeout)
+        return due if due > processing_time_ms() else None
+
     def snapshot_state(self) -> Any:
         return envelope(
             self.STATE_FORMAT, self.STATE_VERSION, {"max_timestamp": self.max_timestamp}
@@ -179,6 +187,11 @@ class SourceOperator(_Assigning):
         generated, idle = self.splits.current(processing_time_ms())
         self.watermark = max(self.watermark, generated)
         return self.watermark, idle
+
+    def next_processing_time(self) -> int | None:
+        if self.splits is None or self.watermark == LONG_MAX:
+            return None
+        return self.splits.next_idle(processing_time_ms())
 
     def snapshot_state(self) -> Any:
         return self.splits.snapshot() if self.splits is not None else None

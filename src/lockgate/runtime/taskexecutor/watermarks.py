@@ -130,6 +130,14 @@ class SplitWatermarks:
             return LONG_MIN, True
         return min(active), False
 
+    def next_idle(self, now_ms: float) -> int | None:
+        """When the next live split that is not idle yet becomes idle (None: never)."""
+        if self.idle_timeout_ms is None:
+            return None
+        due = [t + self.idle_timeout_ms for t in self.last_active.values()]
+        later = [int(t) for t in due if t > now_ms]
+        return min(later) if later else None
+
     def snapshot(self) -> dict[str, Any]:
         return envelope(SPLITS_FORMAT, SPLITS_VERSION, {"max_timestamps": self.max_timestamps})
 

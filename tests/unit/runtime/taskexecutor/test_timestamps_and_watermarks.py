@@ -66,3 +66,16 @@ def test_a_timestamp_that_is_not_an_int_names_the_record(batches):
     message = str(failure.value)
     assert "'ts' (uid 'ts-uid', subtask 0/1, epoch 4)" in message
     assert "('a', 5)" in message and "not an int" in message
+
+
+def test_an_assigner_with_idleness_asks_for_an_epoch_when_it_would_become_idle():
+    operator, _ = _assigner(batches=True)
+    assert operator.next_processing_time() is None  # no idleness configured
+    operator.strategy = operator.strategy.with_idleness(Duration.of_millis(60_000))
+    operator.process_batch([("a", 5)])
+    operator.advance_watermark(LONG_MIN, False)
+    due = operator.next_processing_time()
+    assert due is not None and due == operator.last_active + 60_000
+    operator.last_active -= 60_000  # as if the timeout has passed
+    assert operator.advance_watermark(LONG_MIN, False) == (5 - 10 - 1, True)
+    assert operator.next_processing_time() is None  # idle already: nothing to wait for

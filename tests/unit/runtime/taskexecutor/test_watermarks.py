@@ -72,6 +72,17 @@ def test_a_split_without_records_for_the_idle_timeout_is_idle():
     assert splits.current(now_ms=5000) == (LONG_MIN, True)  # both idle now
 
 
+def test_the_next_split_to_become_idle_says_when():
+    splits = SplitWatermarks(0, 1000)
+    assert splits.next_idle(0) is None  # no split
+    splits.read("a", 500, 3, now_ms=0)
+    splits.read("b", 100, 3, now_ms=400)
+    assert splits.next_idle(500) == 1000
+    assert splits.next_idle(1000) == 1400  # a is idle now
+    assert splits.next_idle(1400) is None  # both are
+    assert SplitWatermarks(0, None).next_idle(0) is None  # no idleness
+
+
 def test_split_watermarks_snapshot_and_restore():
     splits = SplitWatermarks(10, None)
     splits.read("a", 500, 3, 0)
