@@ -4,8 +4,8 @@ A timer is (timestamp, key, namespace); a queue holds each at most once (Flink's
 deduplication per key, namespace and time). Timers live in the keyed backend like any
 keyed state, so they are snapshotted, restored and moved with their key groups:
 
-- heap backend: a state table (key group -> {(timestamp, key, namespace): None}) plus an
-  in-memory heap over all of them for the order;
+- heap backend: a state table (key group -> {(timestamp, key, namespace): None}) plus the
+  order in memory: buckets per (timestamp, key group) and a heap of their ids;
 - RocksDB backend: one entry per timer, keyed ``key group | state id | timestamp | key |
   namespace`` (the key encoded as keyed state encodes it; the namespace pickled, so that a
   window comes back as the window it was), so each key group's timers are sorted by time on
