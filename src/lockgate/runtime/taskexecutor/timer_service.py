@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from numbers import Integral
-from typing import Any
+from typing import Any, NoReturn
 
 from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN
 from lockgate.state.timer_queues import TimerQueue
@@ -33,32 +33,43 @@ def _checked(timestamp: Any) -> int:
     return int(timestamp)
 
 
+def _no_current_key() -> NoReturn:
+    # Before the first record (open()) no key is current.
+    raise RuntimeError(
+        "a timer needs a current key: register and delete timers in process_element or on_timer"
+    )
+
+
 class InternalTimerService:
     def __init__(self, backend: Any, name: str):
         self.key_context = backend.ctx
         self.event: TimerQueue = backend.timer_queue(f"_timers/{name}/event")
         self.processing: TimerQueue = backend.timer_queue(f"_timers/{name}/processing")
 
+    # Each checks for a current key inline: timers are registered per record.
     def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
-        self.event.add(*self._current_key(), namespace, _checked(timestamp))
+        ctx = self.key_context
+        if ctx.group < 0:
+            _no_current_key()
+        self.event.add(ctx.group, ctx.key, namespace, _checked(timestamp))
 
     def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
-        self.processing.add(*self._current_key(), namespace, _checked(timestamp))
+        ctx = self.key_context
+        if ctx.group < 0:
+            _no_current_key()
+        self.processing.add(ctx.group, ctx.key, namespace, _checked(timestamp))
 
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
-        self.event.remove(*self._current_key(), namespace, _checked(timestamp))
+        ctx = self.key_context
+        if ctx.group < 0:
+            _no_current_key()
+        self.event.remove(ctx.group, ctx.key, namespace, _checked(timestamp))
 
     def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
-        self.processing.remove(*self._current_key(), namespace, _checked(timestamp))
-
-    def _current_key(self) -> tuple[int, Any]:
         ctx = self.key_context
-        if ctx.group < 0:  # before the first record: open()
-            raise RuntimeError(
-                "a timer needs a current key: register and delete timers in "
-                "process_element or on_timer"
-            )
-        return ctx.group, ctx.key
+        if ctx.group < 0:
+            _no_current_key()
+        self.processing.remove(ctx.group, ctx.key, namespace, _checked(timestamp))
 
     def advance_watermark(self, watermark: int, on_event_time: OnTimer) -> None:
         self._fire(self.event.poll_due(watermark), on_event_time)
