@@ -4,15 +4,24 @@ RocksDB finds a key by its bytes, so equal keys must encode equally: values that
 dict key in Python (``1``, ``1.0``, ``True``, ``Decimal(1)``, an IntEnum of 1) encode as
 the same integer, as the heap backend and the key hash treat them as one key, and decode
 as that canonical value. Types without a canonical form here fall back to pickle, which is
-stable for a given value and Python version.
+stable for a given value and Python version only: a savepoint restored elsewhere needs the
+canonical forms, so ``encode_portable_key`` refuses a key that would need pickle.
+
+The bytes are stored, so an encoding never changes once released: a new form gets a new tag.
+An Enum member is stored as its class's import path and its value, which any Python with
+that class can read back, where its pickle is only guaranteed to the Python that wrote it.
 """
 
 from __future__ import annotations
 
+import importlib
 import pickle
 import struct
-from datetime import UTC, datetime
+import sys
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 _NONE = 0
@@ -25,14 +34,43 @@ _TUPLE = 6
 _PICKLE = 7
 _DECIMAL = 8
 _INSTANT = 9
+_DATE = 10  # the proleptic Gregorian ordinal, >I
+_DATETIME = 11  # naive: microseconds since 0001-01-01T00:00, >q
+_TIME = 12  # naive: microseconds since midnight, >q
+_TIMEDELTA = 13  # days, seconds, microseconds as normalized by timedelta, >iII
+_ENUM = 14  # "module:qualname" of the class (length-prefixed UTF-8), then the value's encoding
 
 _INT64 = struct.Struct(">q")
 _FLOAT64 = struct.Struct(">d")
 _LENGTH = struct.Struct(">I")
+_ORDINAL = struct.Struct(">I")
+_DELTA = struct.Struct(">iII")
+
+_CLOCK_WIDTHS = {_DATE: 4, _DATETIME: 8, _TIME: 8, _TIMEDELTA: _DELTA.size}
+_FIRST_MOMENT = datetime(1, 1, 1)
 
 
 _STR_TAG = bytes([_STR])
 _INT_TAG = bytes([_INT])
+
+
+class NonPortableKeyError(TypeError):
+    """A key that only pickle can encode, so a savepoint holding it restores only where the
+    same Python unpickles it the same way."""
+
+
+_PORTABLE_TYPES = (
+    "None, int, bool, float, Decimal, str, bytes, date, datetime, time without tzinfo, "
+    "timedelta, Enum members of an importable class, and tuples or Rows of these"
+)
+
+
+class _Unpicklable(Exception):
+    """Raised inside the encoder instead of pickling ``key``."""
+
+    def __init__(self, key: Any) -> None:
+        super().__init__(key)
+        self.key = key
 
 
 def encode_key(key: Any) -> bytes:
@@ -43,11 +81,37 @@ def encode_key(key: Any) -> bytes:
     if kind is int and -(1 << 63) <= key < (1 << 63):
         return _INT_TAG + _INT64.pack(key)
     out = bytearray()
-    _encode(key, out)
+    _encode(key, out, True)
     return bytes(out)
 
 
-def _encode(key: Any, out: bytearray) -> None:
+def encode_portable_key(key: Any) -> bytes:
+    """``encode_key(key)``, or ``NonPortableKeyError`` if any part of the key would be pickled."""
+    kind = type(key)
+    if kind is str:
+        data: bytes = key.encode("utf-8", "surrogatepass")
+        return _STR_TAG + _LENGTH.pack(len(data)) + data
+    if kind is int and -(1 << 63) <= key < (1 << 63):
+        return _INT_TAG + _INT64.pack(key)
+    out = bytearray()
+    try:
+        _encode(key, out, False)
+    except _Unpicklable as refused:
+        where = "" if refused.key is key else f" (inside a {_type_name(type(key))} key)"
+        raise NonPortableKeyError(
+            f"a key of type {_type_name(type(refused.key))}{where} has no portable encoding: "
+            f"savepoints need keys of {_PORTABLE_TYPES}"
+        ) from None
+    return bytes(out)
+
+
+def _type_name(cls: type) -> str:
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _encode(key: Any, out: bytearray, pickle_ok: bool) -> None:
     kind = type(key)
     if kind is str:
         data = key.encode("utf-8", "surrogatepass")
@@ -70,35 +134,82 @@ def _encode(key: Any, out: bytearray) -> None:
         out.append(_TUPLE)
         out += _LENGTH.pack(len(key))
         for item in key:
-            _encode(item, out)
+            _encode(item, out, pickle_ok)
     elif key is None:
         out.append(_NONE)
     else:
-        _encode_other(key, out)
+        _encode_other(key, out, pickle_ok)
 
 
-def _encode_other(key: Any, out: bytearray) -> None:
+def _encode_other(key: Any, out: bytearray, pickle_ok: bool) -> None:
     """Subclasses and value types that equal other types' values, as ``key_hash`` sees them:
-    an IntEnum is its int, a Row its tuple, Decimal('7') is 7, aware datetimes one instant."""
+    an IntEnum is its int, a Row its tuple, Decimal('7') is 7, aware datetimes one instant.
+    Dates and times match their exact types only: a subclass may hold more (a pandas
+    Timestamp's nanoseconds) and must decode as itself."""
+    kind = type(key)
     if isinstance(key, tuple):
-        _encode(tuple(key), out)
+        _encode(tuple(key), out, pickle_ok)
     elif isinstance(key, int):
         _encode_int(int(key), out)
     elif isinstance(key, str):
-        _encode(str.__str__(key), out)
+        _encode(str.__str__(key), out, pickle_ok)
     elif isinstance(key, float):
-        _encode(float(key), out)
+        _encode(float(key), out, pickle_ok)
     elif isinstance(key, Decimal):
         if key.is_finite() and key == key.to_integral_value():
             _encode_int(int(key), out)
         elif not key.is_finite() or Decimal(float(key)) == key:
-            _encode(float(key), out)
+            _encode(float(key), out, pickle_ok)
         else:
             _encode_text(_DECIMAL, str(key.normalize()), out)
     elif isinstance(key, datetime) and key.utcoffset() is not None:
         _encode_text(_INSTANT, key.astimezone(UTC).replace(tzinfo=None).isoformat(), out)
-    else:
+    elif kind is date:
+        out.append(_DATE)
+        out += _ORDINAL.pack(key.toordinal())
+    elif kind is datetime:  # naive (or a tzinfo without an offset): fold never changes equality
+        out.append(_DATETIME)
+        out += _INT64.pack(_day_us(key.toordinal() - 1, key))
+    elif kind is time and key.utcoffset() is None:
+        out.append(_TIME)
+        out += _INT64.pack(_day_us(0, key))
+    elif kind is timedelta:
+        out.append(_TIMEDELTA)
+        out += _DELTA.pack(key.days, key.seconds, key.microseconds)
+    elif isinstance(key, Enum) and (name := _enum_name(type(key))) is not None:
+        _encode_text(_ENUM, name, out)
+        _encode(key.value, out, pickle_ok)
+    elif pickle_ok:
         _encode_text(_PICKLE, pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL), out)
+    else:
+        raise _Unpicklable(key)
+
+
+def _day_us(days: int, clock: datetime | time) -> int:
+    seconds = (days * 24 + clock.hour) * 3600 + clock.minute * 60 + clock.second
+    return seconds * 1_000_000 + clock.microsecond
+
+
+@lru_cache(maxsize=256)
+def _enum_name(cls: type[Enum]) -> bytes | None:
+    """The import path that finds ``cls`` again, or None if there is none (a class made in a
+    function, or that compares its members by value, as a mixin type may): such members
+    stay pickled, which fails or stays non-portable as before."""
+    if cls.__eq__ is not object.__eq__:
+        return None
+    module = sys.modules.get(cls.__module__)
+    if module is None or _resolve(module, cls.__qualname__) is not cls:
+        return None
+    return f"{cls.__module__}:{cls.__qualname__}".encode()
+
+
+def _resolve(module: object, qualname: str) -> object:
+    target = module
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return None
+    return target
 
 
 def _encode_text(tag: int, text: str | bytes, out: bytearray) -> None:
@@ -149,6 +260,8 @@ def _decode(data: memoryview, pos: int) -> tuple[Any, int]:
             item, pos = _decode(data, pos)
             items.append(item)
         return tuple(items), pos
+    if tag in _CLOCK_WIDTHS:
+        return _decode_clock(tag, data, pos), pos + _CLOCK_WIDTHS[tag]
     (length,) = _LENGTH.unpack_from(data, pos)
     pos += 4
     raw = bytes(data[pos : pos + length])
@@ -165,4 +278,40 @@ def _decode(data: memoryview, pos: int) -> tuple[Any, int]:
         return Decimal(raw.decode()), pos
     if tag == _INSTANT:
         return datetime.fromisoformat(raw.decode()).replace(tzinfo=UTC), pos
+    if tag == _ENUM:
+        value, pos = _decode(data, pos)
+        return _enum_member(raw.decode(), value), pos
     raise ValueError(f"unknown key tag {tag}")
+
+
+def _decode_clock(tag: int, data: memoryview, pos: int) -> Any:
+    if tag == _DATE:
+        return date.fromordinal(_ORDINAL.unpack_from(data, pos)[0])
+    if tag == _DATETIME:
+        return _FIRST_MOMENT + timedelta(microseconds=_INT64.unpack_from(data, pos)[0])
+    if tag == _TIME:
+        seconds, micros = divmod(_INT64.unpack_from(data, pos)[0], 1_000_000)
+        minutes, second = divmod(seconds, 60)
+        return time(minutes // 60, minutes % 60, second, micros)
+    days, seconds, micros = _DELTA.unpack_from(data, pos)
+    return timedelta(days, seconds, micros)
+
+
+def _enum_member(name: str, value: Any) -> Enum:
+    cls = _enum_class(name)
+    try:
+        return cls(value)
+    except ValueError as err:
+        raise ValueError(f"cannot decode a key of enum class {name}: {err}") from err
+
+
+@lru_cache(maxsize=256)
+def _enum_class(name: str) -> type[Enum]:
+    module_name, _, qualname = name.partition(":")
+    try:
+        cls = _resolve(importlib.import_module(module_name), qualname)
+    except ImportError as err:
+        raise ValueError(f"cannot decode a key of enum class {name}: {err}") from err
+    if not (isinstance(cls, type) and issubclass(cls, Enum)):
+        raise ValueError(f"cannot decode a key of enum class {name}: no such Enum class")
+    return cls
