@@ -12,6 +12,7 @@ from itertools import islice
 from typing import Any
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.state.canonical_snapshot import GroupWriter, read_contents, write_contents
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -485,6 +486,15 @@ class HeapKeyedStateBackend:
             if groups is None:
                 groups = self._tables[name] = self._empty_groups()
             groups[key_group] = entries
+
+    def export_group(self, key_group: int, writer: GroupWriter) -> None:
+        """Add the entries of ``key_group`` to ``writer`` in canonical form."""
+        write_contents(writer, self._kinds, self.group_contents(key_group))
+
+    def import_group(self, key_group: int, blob: bytes) -> None:
+        """Install a canonical blob of ``key_group``."""
+        kinds, contents = read_contents(blob)
+        self.install_group(key_group, contents, kinds)
 
     def take_dirty_groups(self) -> list[int]:
         """Key groups changed since the last call."""

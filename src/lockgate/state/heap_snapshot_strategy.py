@@ -3,12 +3,18 @@ file (``state.snapshot`` format); a restore reads the key groups its manifest li
 
 from __future__ import annotations
 
-from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.checkpoint.storage import Storage
 from lockgate.state import snapshot
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.keyed_subtask import KeyedSubtask
-from lockgate.state.manifests import HeapManifest, KeyedStateManifest, KeyedStateSnapshot
+from lockgate.state.manifests import (
+    CanonicalManifest,
+    HeapManifest,
+    KeyedStateManifest,
+    KeyedStateSnapshot,
+)
 from lockgate.state.rocksdb import RocksDBKeyedStateBackend
+from lockgate.state.savepoint_state import group_blobs, restore_canonical
 
 
 class HeapSnapshotStrategy:
@@ -16,17 +22,14 @@ class HeapSnapshotStrategy:
         self, subtask: KeyedSubtask, manifest: KeyedStateManifest | None, claimed: bool
     ) -> HeapKeyedStateBackend:
         backend = HeapKeyedStateBackend(subtask.key_groups, subtask.max_parallelism)
-        if not isinstance(manifest, HeapManifest) or manifest.is_empty():
+        if isinstance(manifest, CanonicalManifest):
+            restore_canonical(backend, manifest)
+        elif isinstance(manifest, HeapManifest):
+            kinds = dict(manifest.kinds)
+            for key_group, blob in group_blobs(manifest, snapshot.MAGIC):
+                backend.install_group(key_group, snapshot.decode_group(blob), kinds)
+        else:
             return backend  # JobState checked that this backend wrote any manifest it has
-        by_file: dict[str, list[tuple[int, snapshot.GroupHandle]]] = {}
-        for key_group, handle in manifest.groups.items():
-            by_file.setdefault(handle.file, []).append((key_group, handle))
-        kinds = dict(manifest.kinds)
-        for url, handles in by_file.items():
-            data = read_url(url)
-            for key_group, handle in handles:
-                contents = snapshot.decode_group(data, handle, key_group, url)
-                backend.install_group(key_group, contents, kinds)
         backend.dirty.clear()
         if not claimed:
             backend.dirty.update(manifest.groups)  # the first snapshot copies every key group

@@ -1,10 +1,11 @@
 """Keyed-state manifests: which files hold a keyed subtask's state.
 
 A manifest is what acknowledgements, restores and ``_metadata`` say about keyed state, one
-shape per backend (JSON forms)::
+shape per backend, and one for savepoints (JSON forms)::
 
     {"backend": "hashmap", "kinds": {...}, "groups": {key group: [url, offset, length, crc]}}
     {"backend": "rocksdb", "kinds": {...}, "files": {name: [url, size]}, "snapshot": tag}
+    {"backend": "canonical", "kinds": {...}, "groups": {key group: [url, offset, length, crc]}}
 
 A heap subtask reports only the key groups it changed, so the driver merges that into the
 manifest it holds; a RocksDB subtask reports its whole file set (most entries pointing at
@@ -15,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from lockgate.common.records import RecordFormatError, field
+from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.snapshot import GroupHandle
 
 HASHMAP = "hashmap"
 ROCKSDB = "rocksdb"
+CANONICAL = "canonical"  # a savepoint's, whichever backend wrote it
 BACKENDS = (HASHMAP, ROCKSDB)
 
 
@@ -33,10 +36,11 @@ def _kinds(raw: dict[str, Any], where: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class HeapManifest:
-    """The heap backend's state: one checksummed blob per key group, in some file."""
+class KeyGroupsManifest:
+    """State as one checksummed blob per key group, in some files: any key group can be
+    read on its own, so a restore at another parallelism takes just its own."""
 
-    backend: ClassVar[str] = HASHMAP
+    backend: ClassVar[str]
     kinds: Mapping[str, str]  # state name -> kind (value, list, map, ...)
     groups: Mapping[int, GroupHandle]
 
@@ -47,6 +51,42 @@ class HeapManifest:
     def is_empty(self) -> bool:
         return not self.groups
 
+    def map_urls(self, mapping: Callable[[str], str]) -> Self:
+        return type(self)(
+            self.kinds,
+            {
+                kg: GroupHandle(mapping(h.file), h.offset, h.length, h.crc)
+                for kg, h in self.groups.items()
+            },
+        )
+
+    def within(self, key_groups: KeyGroupRange) -> Self:
+        """The part of this state in ``key_groups``."""
+        return type(self)(self.kinds, {kg: h for kg, h in self.groups.items() if kg in key_groups})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "kinds": dict(self.kinds),
+            "groups": {str(kg): handle.to_json() for kg, handle in self.groups.items()},
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], where: str) -> Self:
+        groups: dict[int, GroupHandle] = {}
+        for key, handle in field(raw, "groups", dict, where).items():
+            if not key.isdigit():
+                raise RecordFormatError(f"{where}: key group {key!r} is not a number")
+            groups[int(key)] = GroupHandle.from_json(handle, f"{where}, key group {key}")
+        return cls(_kinds(raw, where), groups)
+
+
+@dataclass(frozen=True)
+class HeapManifest(KeyGroupsManifest):
+    """The heap backend's state: each key group's entries pickled in heap form."""
+
+    backend: ClassVar[str] = HASHMAP
+
     def advanced(self, changes: KeyedStateManifest) -> HeapManifest:
         """This manifest after an epoch that rewrote the key groups of ``changes``."""
         if not isinstance(changes, HeapManifest):
@@ -55,30 +95,26 @@ class HeapManifest:
             )
         return HeapManifest({**self.kinds, **changes.kinds}, {**self.groups, **changes.groups})
 
-    def map_urls(self, mapping: Callable[[str], str]) -> HeapManifest:
-        return HeapManifest(
-            self.kinds,
-            {
-                kg: GroupHandle(mapping(h.file), h.offset, h.length, h.crc)
-                for kg, h in self.groups.items()
-            },
-        )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": HASHMAP,
-            "kinds": dict(self.kinds),
-            "groups": {str(kg): handle.to_json() for kg, handle in self.groups.items()},
-        }
+@dataclass(frozen=True)
+class CanonicalManifest(KeyGroupsManifest):
+    """State in the canonical form (``canonical_snapshot``) of a savepoint: what a backend
+    restores from, never what it snapshots to."""
 
-    @staticmethod
-    def from_json(raw: dict[str, Any], where: str) -> HeapManifest:
-        groups: dict[int, GroupHandle] = {}
-        for key, handle in field(raw, "groups", dict, where).items():
-            if not key.isdigit():
-                raise RecordFormatError(f"{where}: key group {key!r} is not a number")
-            groups[int(key)] = GroupHandle.from_json(handle, f"{where}, key group {key}")
-        return HeapManifest(_kinds(raw, where), groups)
+    backend: ClassVar[str] = CANONICAL
+
+    def advanced(self, changes: KeyedStateManifest) -> KeyedStateManifest:
+        """A backend restored from a savepoint rewrites all its state in its first snapshot
+        (the savepoint is never the job's own), which takes this manifest's place."""
+        if isinstance(changes, HeapManifest) and not set(self.groups) <= set(changes.groups):
+            missing = sorted(set(self.groups) - set(changes.groups))
+            raise RecordFormatError(
+                f"the first snapshot after a restore from a savepoint lacks key groups "
+                f"{missing[:5]}"
+            )
+        if isinstance(changes, CanonicalManifest):
+            raise RecordFormatError("a backend snapshot cannot be in the canonical form")
+        return changes
 
 
 @dataclass(frozen=True)
@@ -142,7 +178,7 @@ class RocksDBManifest:
         )
 
 
-KeyedStateManifest = HeapManifest | RocksDBManifest
+KeyedStateManifest = HeapManifest | RocksDBManifest | CanonicalManifest
 
 
 def empty(backend: str) -> KeyedStateManifest:
@@ -160,8 +196,11 @@ def manifest_from_json(raw: Any, where: str) -> KeyedStateManifest:
         return HeapManifest.from_json(raw, where)
     if backend == ROCKSDB:
         return RocksDBManifest.from_json(raw, where)
+    if backend == CANONICAL:
+        return CanonicalManifest.from_json(raw, where)
     raise RecordFormatError(
-        f"{where}: unknown state backend {backend!r} (expected one of {', '.join(BACKENDS)})"
+        f"{where}: unknown state backend {backend!r} (expected one of "
+        f"{', '.join((*BACKENDS, CANONICAL))})"
     )
 
 

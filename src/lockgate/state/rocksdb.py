@@ -31,6 +31,13 @@ from typing import Any
 import rocksdict
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.state.canonical_snapshot import (
+    GroupWriter,
+    decode_sub,
+    portable_key,
+    read_entries,
+    shape,
+)
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -48,10 +55,15 @@ from lockgate.state.interfaces import (
     State,
     ValueState,
 )
-from lockgate.state.key_codec import decode_key, encode_key
+from lockgate.state.key_codec import decode_key, decode_key_prefix, encode_key
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.namespaces import NamespaceMerging, namespaced_kind
-from lockgate.state.timer_queues import TIMERS_KIND, RocksDBTimerQueue
+from lockgate.state.timer_queues import (
+    TIMERS_KIND,
+    RocksDBTimerQueue,
+    read_timer_entry,
+    timer_entry,
+)
 from lockgate.state.ttl import (
     TtlState,
     purge_expired,
@@ -60,7 +72,13 @@ from lockgate.state.ttl import (
 )
 
 _PREFIX = struct.Struct(">HH")  # key group, state id
-_REGISTRY_KEY = b"\xff\xff" + b"lockgate-state-registry"
+_GROUP = struct.Struct(">H")
+_PAIR = encode_key((0, 0))[:5]  # how encode_key starts a 2-tuple: (key, namespace)
+# The registry's key names the version of key_codec's encodings the keys were written
+# with, as lookups must encode alike: 2 gave dates, times, timedeltas and enums encodings of
+# their own (1, whose registry key had no suffix, pickled them).
+_REGISTRY_KEY = b"\xff\xff" + b"lockgate-state-registry-2"
+_OLDER_REGISTRY_KEYS = {b"\xff\xff" + b"lockgate-state-registry": "1"}
 
 
 class StateBackendError(RuntimeError):
@@ -395,6 +413,13 @@ class RocksDBKeyedStateBackend:
         self.ns_ctx = KeyContext()  # of namespaced states: its key is (key, namespace)
         self.db = open_instance(path, settings)
         raw = self.db.get(_REGISTRY_KEY)
+        for older, encoding in _OLDER_REGISTRY_KEYS.items():
+            if raw is None and self.db.get(older) is not None:
+                self.db.close()
+                raise StateBackendError(
+                    f"RocksDB instance {path} holds keys in encoding {encoding}, written by "
+                    "an older lockgate; this one reads encoding 2"
+                )
         self._registry: dict[str, list[Any]] = json.loads(raw) if raw is not None else {}
         self._states: dict[str, State] = {}
         self.cached_states: list[_CachedState | RocksDBTimerQueue] = []
@@ -573,6 +598,67 @@ class RocksDBKeyedStateBackend:
             for cached in self.cached_states:
                 cached.drop_cache()
         return changed
+
+    # Canonical form (savepoints, rescaling) ------------------------------------------------
+
+    def export_group(self, key_group: int, writer: GroupWriter) -> None:
+        """Add the entries of ``key_group`` to ``writer`` in canonical form."""
+        self.write_back()
+        by_sid = {sid: (name, kind) for name, (sid, kind) in self._registry.items()}
+        ids: dict[int, tuple[int, Any, str]] = {}
+        group_prefix = _GROUP.pack(key_group)
+        iterator = self.db.iter()
+        iterator.seek(group_prefix)
+        add = writer.add
+        while iterator.valid():
+            db_key = iterator.key()
+            if db_key[:2] != group_prefix:
+                break
+            sid = _PREFIX.unpack_from(db_key)[1]
+            known = ids.get(sid)
+            if known is None:
+                name, kind = by_sid[sid]
+                known = ids[sid] = (writer.state(name, kind), shape(kind), name)
+            out, form, name = known
+            if form.timers:
+                timestamp, key, namespace = read_timer_entry(db_key, _PREFIX.size)
+                sub = encode_key(timestamp) + encode_key(namespace)
+                add(out, portable_key(key, name), sub, b"")
+            else:
+                # a namespaced state's key is encode_key((key, namespace)): skip the pair's
+                # head; what follows the key (namespace, map key) is the sub as it stands
+                start = _PREFIX.size + (len(_PAIR) if form.namespaced else 0)
+                key, end = decode_key_prefix(db_key, start)
+                add(out, portable_key(key, name), db_key[end:], iterator.value())
+            iterator.next()
+
+    def import_group(self, key_group: int, blob: bytes) -> None:
+        """Put a canonical blob of ``key_group`` into the instance."""
+        self.check_group(key_group)
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        prefixes: dict[str, tuple[bytes, Any]] = {}
+        for name, kind, key, sub, value in read_entries(blob):
+            known = prefixes.get(name)
+            if known is None:
+                known = prefixes[name] = (
+                    _PREFIX.pack(key_group, self._register(name, kind)),
+                    shape(kind),
+                )
+            prefix, form = known
+            # Parts below the key are decoded and encoded again: an encoding that holds a
+            # pickle may differ on this Python version, and lookups encode anew
+            parts = decode_sub(form, sub)
+            if form.timers:
+                batch.put(timer_entry(prefix, parts[0], key, parts[1]), b"")
+                continue
+            if form.namespaced:
+                db_key = prefix + encode_key((decode_key(key), parts[0]))
+            else:
+                db_key = prefix + key
+            if form.is_map:
+                db_key += encode_key(parts[-1])
+            batch.put(db_key, value)
+        self.db.write(batch)
 
     def num_entries(self) -> int:
         """RocksDB's estimate: versions that compaction has not merged yet count apart."""

@@ -18,12 +18,14 @@ from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import (
+    CanonicalManifest,
     FileHandle,
     KeyedStateManifest,
     KeyedStateSnapshot,
     RocksDBManifest,
 )
 from lockgate.state.rocksdb import RocksDBKeyedStateBackend, StateBackendError
+from lockgate.state.savepoint_state import restore_canonical
 
 _UPLOADED = "lockgate-uploaded.json"  # in a local snapshot: file name -> URL in storage
 LOCAL_SNAPSHOTS_KEPT = 3
@@ -50,6 +52,12 @@ class RocksDBSnapshotStrategy:
             backend = RocksDBKeyedStateBackend(
                 subtask.key_groups, subtask.max_parallelism, path, self.settings.rocksdb
             )
+            if isinstance(manifest, CanonicalManifest):
+                try:
+                    restore_canonical(backend, manifest)
+                except BaseException:
+                    backend.dispose()
+                    raise
         except (OSError, StateBackendError) as exc:
             shutil.rmtree(path, ignore_errors=True)
             where = subtask.describe()

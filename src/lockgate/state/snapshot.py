@@ -54,25 +54,35 @@ def encode(
     kinds: dict[str, str], groups: dict[int, dict[str, dict[Any, Any]]]
 ) -> tuple[bytes, dict[int, tuple[int, int, int]]]:
     """Serialize key groups; returns the file bytes and, per key group, (offset, length, crc)."""
-    blobs = [
-        (key_group, pickle.dumps(contents, protocol=pickle.HIGHEST_PROTOCOL))
-        for key_group, contents in sorted(groups.items())
-    ]
+    blobs = {
+        key_group: pickle.dumps(contents, protocol=pickle.HIGHEST_PROTOCOL)
+        for key_group, contents in groups.items()
+    }
+    return frame(MAGIC, kinds, blobs)
+
+
+def frame(
+    magic: bytes, kinds: dict[str, str], blobs: dict[int, bytes]
+) -> tuple[bytes, dict[int, tuple[int, int, int]]]:
+    """A key-groups file: magic, version, a JSON header naming the states' kinds, then one
+    blob per key group in key-group order; returns the bytes and each blob's (offset,
+    length, crc)."""
     header = json.dumps({"version": FORMAT_VERSION, "kinds": kinds}).encode()
     offset = _PREFIX.size + len(header)
     index: dict[int, tuple[int, int, int]] = {}
-    for key_group, blob in blobs:
+    ordered = sorted(blobs.items())
+    for key_group, blob in ordered:
         index[key_group] = (offset, len(blob), zlib.crc32(blob))
         offset += len(blob)
-    body = b"".join(blob for _, blob in blobs)
-    return _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)) + header + body, index
+    body = b"".join(blob for _, blob in ordered)
+    return _PREFIX.pack(magic, FORMAT_VERSION, len(header)) + header + body, index
 
 
-def read_kinds(data: bytes, path: str) -> dict[str, str]:
+def read_kinds(data: bytes, path: str, magic: bytes = MAGIC) -> dict[str, str]:
     if len(data) < _PREFIX.size:
         raise SnapshotFormatError(f"state file {path} is truncated ({len(data)} bytes)")
-    magic, version, header_len = _PREFIX.unpack_from(data)
-    if magic != MAGIC:
+    found, version, header_len = _PREFIX.unpack_from(data)
+    if found != magic:
         raise SnapshotFormatError(f"state file {path} is not a lockgate keyed-state snapshot")
     if version != FORMAT_VERSION:
         raise SnapshotFormatError(
@@ -86,12 +96,18 @@ def read_kinds(data: bytes, path: str) -> dict[str, str]:
         raise SnapshotFormatError(f"state file {path} has a damaged header: {exc}") from None
 
 
-def decode_group(data: bytes, handle: GroupHandle, key_group: int, path: str) -> dict[str, Any]:
+def group_blob(data: bytes, handle: GroupHandle, key_group: int, path: str) -> bytes:
+    """The blob of one key group, checked against its checksum."""
     blob = data[handle.offset : handle.offset + handle.length]
     if len(blob) != handle.length or zlib.crc32(blob) != handle.crc:
         raise SnapshotFormatError(
             f"state file {path}: key group {key_group} fails its checksum "
             f"(offset {handle.offset}, length {handle.length})"
         )
-    contents: dict[str, Any] = pickle.loads(blob)  # state name -> key -> value
+    return blob
+
+
+def decode_group(blob: bytes) -> dict[str, Any]:
+    """A heap snapshot's key group: state name -> key -> value."""
+    contents: dict[str, Any] = pickle.loads(blob)
     return contents

@@ -191,6 +191,24 @@ _OFFSET = 1 << 63
 _FIRED_BATCH = 10_000  # fired timers deleted from RocksDB per write
 
 
+def timer_entry(prefix: bytes, timestamp: int, key_bytes: bytes, namespace: Any) -> bytes:
+    """A timer's RocksDB key below ``prefix`` (key group, state id); ``key_bytes`` is the
+    key's ``encode_key``."""
+    return (
+        prefix
+        + _TIMESTAMP.pack(timestamp + _OFFSET)
+        + key_bytes
+        + dumps(namespace, HIGHEST_PROTOCOL)
+    )
+
+
+def read_timer_entry(entry: bytes, start: int) -> tuple[int, Any, Any]:
+    """(timestamp, key, namespace) of a timer entry whose prefix ends at ``start``."""
+    timestamp = _TIMESTAMP.unpack_from(entry, start)[0] - _OFFSET
+    key, end = decode_key_prefix(entry, start + _TIMESTAMP.size)
+    return timestamp, key, loads(entry[end:])
+
+
 class RocksDBTimerQueue:
     """Timers in a RocksDB instance under state id ``sid``; ``prefix`` is the backend's
     (key group, state id) layout.
@@ -226,11 +244,8 @@ class RocksDBTimerQueue:
         self.sequence = 0  # orders equal heads (a timer added again while polled)
 
     def _entry(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> bytes:
-        return (
-            self.prefix.pack(key_group, self.sid)
-            + _TIMESTAMP.pack(timestamp + _OFFSET)
-            + encode_key(key)
-            + dumps(namespace, HIGHEST_PROTOCOL)
+        return timer_entry(
+            self.prefix.pack(key_group, self.sid), timestamp, encode_key(key), namespace
         )
 
     def add(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> None:
@@ -349,8 +364,8 @@ class RocksDBTimerQueue:
                     fired.add(entry)
                     if len(fired) >= _FIRED_BATCH:
                         self._delete_fired()
-                key, end = decode_key_prefix(entry, self.prefix.size + _TIMESTAMP.size)
-                yield timestamp, key_group, key, loads(entry[end:])
+                _, key, namespace = read_timer_entry(entry, self.prefix.size)
+                yield timestamp, key_group, key, namespace
         finally:
             self.draining = None
             self._delete_fired()

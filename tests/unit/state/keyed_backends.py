@@ -71,7 +71,7 @@ class BackendFactory:
             restored = self(key_groups)
             for group, position in positions.items():
                 handle = snapshot.GroupHandle("memory", *position)
-                contents = snapshot.decode_group(data, handle, group, "memory")
+                contents = snapshot.decode_group(snapshot.group_blob(data, handle, group, "memory"))
                 restored.install_group(group, contents, backend.kinds)
             return restored
         snap = self.root / f"snap-{len(self.opened)}"

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate.state.rocksdb import RocksDBSettings, StateBackendError, open_instance
+from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.rocksdb import (
+    RocksDBKeyedStateBackend,
+    RocksDBSettings,
+    StateBackendError,
+    open_instance,
+)
 
 SMALL = RocksDBSettings(write_buffer_bytes=1 << 20, block_cache_bytes=1 << 20)
 
@@ -40,3 +46,14 @@ def test_an_instance_held_open_is_reported_as_locked(instance_path):
             open_instance(instance_path, SMALL)
     finally:
         db.close()
+
+
+def test_an_instance_with_keys_of_another_encoding_is_refused(tmp_path):
+    """Lookups encode keys anew: an instance whose keys were encoded otherwise (an older
+    lockgate pickled dates) would lose them silently."""
+    path = str(tmp_path / "db")
+    db = open_instance(path, RocksDBSettings())
+    db.put(b"\xff\xff" + b"lockgate-state-registry", b'{"v": [0, "value"]}')  # as 1 left it
+    db.close()
+    with pytest.raises(StateBackendError, match=r"holds keys in encoding 1.*reads encoding 2"):
+        RocksDBKeyedStateBackend(KeyGroupRange(0, 127), 128, path, RocksDBSettings())

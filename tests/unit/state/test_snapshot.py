@@ -34,7 +34,9 @@ def test_round_trip():
     assert set(index) == set(GROUPS)
     assert snapshot.read_kinds(data, PATH) == KINDS
     for group, handle in handles(index).items():
-        assert snapshot.decode_group(data, handle, group, PATH) == GROUPS[group]
+        assert (
+            snapshot.decode_group(snapshot.group_blob(data, handle, group, PATH)) == GROUPS[group]
+        )
 
 
 def test_file_starts_with_magic_and_version():
@@ -59,7 +61,9 @@ def test_each_group_decodes_on_its_own():
     # Only the group's own bytes are needed (a restore may read one range of the file).
     padded = bytes(offset) + data[offset : offset + length]
     assert (
-        snapshot.decode_group(padded, GroupHandle(PATH, offset, length, crc), 7, PATH)
+        snapshot.decode_group(
+            snapshot.group_blob(padded, GroupHandle(PATH, offset, length, crc), 7, PATH)
+        )
         == (GROUPS[7])
     )
 
@@ -98,7 +102,9 @@ def test_round_trip_through_the_heap_backend():
     target = HeapKeyedStateBackend(key_group_range(max_p, 2, 0), max_p)
     kinds = snapshot.read_kinds(data, PATH)
     for group, handle in handles(index).items():
-        target.install_group(group, snapshot.decode_group(data, handle, group, PATH), kinds)
+        target.install_group(
+            group, snapshot.decode_group(snapshot.group_blob(data, handle, group, PATH)), kinds
+        )
     value = target.get_state(ValueStateDescriptor("v"))
     listing = target.get_state(ListStateDescriptor("l"))
     for group, key in [(0, "a"), (5, "b"), (63, ("c", 1))]:
@@ -113,14 +119,19 @@ def test_corrupt_group_fails_its_checksum_naming_file_and_key_group():
     damaged = bytearray(data)
     damaged[offset + length // 2] ^= 0x01
     with pytest.raises(SnapshotFormatError, match="checksum") as info:
-        snapshot.decode_group(bytes(damaged), GroupHandle(PATH, offset, length, crc), 7, PATH)
+        snapshot.decode_group(
+            snapshot.group_blob(bytes(damaged), GroupHandle(PATH, offset, length, crc), 7, PATH)
+        )
     message = str(info.value)
     assert PATH in message
     assert "key group 7" in message
     # The other groups are untouched and still decode.
     for group in (3, 100):
         handle = GroupHandle(PATH, *index[group])
-        assert snapshot.decode_group(bytes(damaged), handle, group, PATH) == GROUPS[group]
+        assert (
+            snapshot.decode_group(snapshot.group_blob(bytes(damaged), handle, group, PATH))
+            == GROUPS[group]
+        )
 
 
 def test_wrong_crc_in_handle_is_detected():
@@ -128,14 +139,16 @@ def test_wrong_crc_in_handle_is_detected():
     offset, length, crc = index[3]
     handle = GroupHandle(PATH, offset, length, crc ^ 1)
     with pytest.raises(SnapshotFormatError, match=r"key group 3 fails its checksum"):
-        snapshot.decode_group(data, handle, 3, PATH)
+        snapshot.decode_group(snapshot.group_blob(data, handle, 3, PATH))
 
 
 def test_truncated_group_is_detected():
     data, index = snapshot.encode(KINDS, GROUPS)
     offset, length, crc = index[100]
     with pytest.raises(SnapshotFormatError, match=rf"{PATH}.*key group 100"):
-        snapshot.decode_group(data[:-10], GroupHandle(PATH, offset, length, crc), 100, PATH)
+        snapshot.decode_group(
+            snapshot.group_blob(data[:-10], GroupHandle(PATH, offset, length, crc), 100, PATH)
+        )
 
 
 def test_snapshot_format_error_is_a_value_error():

@@ -62,7 +62,9 @@ class Backends:
             for group, position in positions.items():
                 handle = snapshot.GroupHandle("memory", *position)
                 restored.install_group(
-                    group, snapshot.decode_group(data, handle, group, "m"), kinds
+                    group,
+                    snapshot.decode_group(snapshot.group_blob(data, handle, group, "m")),
+                    kinds,
                 )
             return restored
         checkpoint = self.root / f"chk-{len(self.opened)}"

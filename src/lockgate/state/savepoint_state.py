@@ -1,0 +1,70 @@
+"""Keyed state into and out of a savepoint: a subtask writes its key groups in canonical
+form (``canonical_snapshot``), and a backend of either kind is filled from canonical key
+groups, whichever backend and parallelism wrote them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.state import canonical_snapshot, snapshot
+from lockgate.state.canonical_snapshot import CanonicalKeyError, GroupWriter
+from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.keyed_subtask import KeyedSubtask
+from lockgate.state.manifests import CanonicalManifest, KeyGroupsManifest
+
+
+class CanonicalBackend(Protocol):
+    """What both keyed backends offer for the canonical form."""
+
+    key_groups: KeyGroupRange
+
+    @property
+    def kinds(self) -> dict[str, str]: ...
+
+    def export_group(self, key_group: int, writer: GroupWriter) -> None: ...
+
+    def import_group(self, key_group: int, blob: bytes) -> None: ...
+
+
+def group_blobs(manifest: KeyGroupsManifest, magic: bytes) -> Iterator[tuple[int, bytes]]:
+    """(key group, checked blob) of every key group of ``manifest``, a file read once."""
+    by_file: dict[str, list[int]] = {}
+    for key_group, handle in manifest.groups.items():
+        by_file.setdefault(handle.file, []).append(key_group)
+    for url, key_groups in by_file.items():
+        data = read_url(url)
+        snapshot.read_kinds(data, url, magic)
+        for key_group in key_groups:
+            yield key_group, snapshot.group_blob(data, manifest.groups[key_group], key_group, url)
+
+
+def restore_canonical(backend: CanonicalBackend, manifest: CanonicalManifest) -> None:
+    for key_group, blob in group_blobs(manifest, canonical_snapshot.MAGIC):
+        backend.import_group(key_group, blob)
+
+
+def write_savepoint_state(
+    backend: CanonicalBackend, subtask: KeyedSubtask, storage: Storage, relative: str
+) -> CanonicalManifest:
+    """Write every key group of ``backend`` to ``relative`` under ``storage`` (a savepoint's
+    directory) and return the manifest, with ``relative`` as the file's name."""
+    blobs: dict[int, bytes] = {}
+    for key_group in backend.key_groups:
+        writer = GroupWriter()
+        try:
+            backend.export_group(key_group, writer)
+        except CanonicalKeyError as exc:
+            raise CanonicalKeyError(f"{subtask.describe()}: {exc}") from None
+        blob = writer.finish()
+        if blob:
+            blobs[key_group] = blob
+    if not blobs:
+        return CanonicalManifest(backend.kinds, {})
+    data, positions = canonical_snapshot.encode_file(backend.kinds, blobs)
+    storage.write_bytes(relative, data)
+    return CanonicalManifest(
+        backend.kinds,
+        {kg: snapshot.GroupHandle(relative, *position) for kg, position in positions.items()},
+    )
