@@ -20,7 +20,7 @@ import struct
 import sys
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from enum import Enum
+from enum import Enum, Flag
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +48,8 @@ _DELTA = struct.Struct(">iII")
 
 _CLOCK_WIDTHS = {_DATE: 4, _DATETIME: 8, _TIME: 8, _TIMEDELTA: _DELTA.size}
 _FIRST_MOMENT = datetime(1, 1, 1)
+# An Enum's members equal only themselves, unless its class or a mixin type redefines __eq__.
+_IDENTITY_EQ: tuple[object, ...] = (object.__eq__, Enum.__eq__, Flag.__eq__)
 
 
 _STR_TAG = bytes([_STR])
@@ -195,7 +197,7 @@ def _enum_name(cls: type[Enum]) -> bytes | None:
     """The import path that finds ``cls`` again, or None if there is none (a class made in a
     function, or that compares its members by value, as a mixin type may): such members
     stay pickled, which fails or stays non-portable as before."""
-    if cls.__eq__ is not object.__eq__:
+    if cls.__eq__ not in _IDENTITY_EQ:
         return None
     module = sys.modules.get(cls.__module__)
     if module is None or _resolve(module, cls.__qualname__) is not cls:

@@ -3,6 +3,10 @@
 Python's ``hash()`` is salted per process for ``str`` and ``bytes``, so it cannot decide
 which subtask owns a key. Values that compare equal as dict keys (``1``, ``1.0``,
 ``True``) hash equally here too, because they are the same key in a keyed state.
+
+A savepoint's key groups must stay where they are, so a hash never changes once released.
+A plain Enum member (one equal only to itself) hashes by its class's qualified name and its
+value, which survive a restart, where ``hash()`` of a member hashes its salted name.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import struct
 import zlib
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from enum import Enum, Flag
 from typing import Any
 
 _INT_MIN = -(1 << 31)
@@ -24,6 +29,10 @@ _SEED_BIGINT = 0x4249
 _SEED_FLOAT = 0x464C
 _SEED_TEXT = 0x5458
 _SEED_INSTANT = 0x494E
+_SEED_ENUM = 0x454E
+_ENUM_NONE_VALUE = 0x4E4F  # what a member valued None adds to its class's hash
+# An Enum's members equal only themselves, unless its class or a mixin type redefines __eq__.
+_IDENTITY_EQ: tuple[object, ...] = (object.__eq__, Enum.__eq__, Flag.__eq__)
 
 
 def _to_int32(value: int) -> int:
@@ -84,11 +93,31 @@ def stable_key_hash(key: Any) -> int:
     key_hash = getattr(key, "__lockgate_key_hash__", None)
     if key_hash is not None:
         return _to_int32(key_hash())
+    if isinstance(key, Enum) and kind.__eq__ in _IDENTITY_EQ:  # members equal only themselves
+        return _enum_hash(key)
     raise TypeError(
         f"cannot derive a stable key hash for a key of type {kind.__qualname__}: use int, str, "
-        "bytes, bool, float, Decimal, date/time values, tuples or Rows of these, or give the "
-        "class a __lockgate_key_hash__() method returning an int"
+        "bytes, bool, float, Decimal, date/time values, plain Enum members, tuples or Rows of "
+        "these, or give the class a __lockgate_key_hash__() method returning an int"
     )
+
+
+def _enum_hash(member: Enum) -> int:
+    cls = type(member)
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    value = member.value
+    if value is None:
+        value_hash = _ENUM_NONE_VALUE
+    else:
+        try:
+            value_hash = stable_key_hash(value)
+        except TypeError as err:
+            qualified = f"{cls.__module__}.{cls.__qualname__}"
+            raise TypeError(
+                f"cannot derive a stable key hash for a key of type {qualified}: its value "
+                f"{value!r} has none ({err})"
+            ) from None
+    return _to_int32(31 * zlib.crc32(name.encode(), _SEED_ENUM) + value_hash)
 
 
 def _decimal_hash(key: Decimal) -> int:

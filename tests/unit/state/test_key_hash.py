@@ -7,9 +7,10 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections import namedtuple
 from decimal import Decimal
-from enum import Enum, IntEnum
+from enum import Enum, Flag, IntEnum
 
 import pytest
 
@@ -26,6 +27,8 @@ KEYS_SOURCE = """[
     0.5, -2.25, 1e300, float("inf"), 3.0,
     True, False,
     (), ("a", 1), ("a", (b"b", 2.5)), (1, "x", b"y", 2**70),
+    *__import__("uuid").SafeUUID, ("a", __import__("uuid").SafeUUID.safe),
+    *__import__("enum").Enum("E", [("A", "a"), ("B", (1, 2.5))], module="m", qualname="Q.E"),
 ]"""
 KEYS = eval(KEYS_SOURCE)
 
@@ -168,6 +171,81 @@ def test_unsupported_types_raise_type_error_naming_the_type(key, type_name):
 def test_hash_values_are_pinned(key, expected):
     # A change here moves keys to other key groups, so existing checkpoints no longer restore.
     assert stable_key_hash(key) == expected
+
+
+# Made with an explicit module and qualname: the pinned hashes must not depend on how pytest
+# names this module.
+Pinned = Enum(
+    "Pinned",
+    [("A", 1), ("B", "b"), ("C", (1, "x")), ("D", None), ("ALIAS", 1)],
+    module="lockgate_pinned",
+    qualname="Pinned",
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [(Pinned.A, -1290771862), (Pinned.B, -792142672), (Pinned.C, -1813321338),
+     (Pinned.D, -1290751816), (Pinned.ALIAS, -1290771862), ((Pinned.B, 1), 1213381906),
+     (uuid.SafeUUID.safe, -1896506321), (uuid.SafeUUID.unsafe, -1896506322),
+     (uuid.SafeUUID.unknown, -1896486274)],
+    ids=repr,
+)  # fmt: skip
+def test_plain_enum_hash_values_are_pinned(key, expected):
+    # crc32("module:qualname", seed 0x454E) * 31 + the value's hash (a fixed 0x4E4F for None)
+    assert stable_key_hash(key) == expected
+
+
+def test_plain_enum_members_hash_by_class_and_value():
+    """A member equals only itself: its class's name and its value tell it apart, not its
+    name's salted hash()."""
+    other = Enum("Pinned", [("A", 1)], module="lockgate_other", qualname="Pinned")
+    renamed = Enum("Pinned", [("RENAMED", 1)], module="lockgate_pinned", qualname="Pinned")
+    hashes = {stable_key_hash(key) for key in (*Pinned, other.A, 1, (1,), "lockgate_pinned")}
+    assert len(hashes) == len(Pinned) + 4  # Pinned's aliases are not in len(Pinned)
+    assert stable_key_hash(renamed.RENAMED) == stable_key_hash(Pinned.A)
+
+
+def test_plain_flag_members_hash_by_value():
+    class Perm(Flag):
+        R = 1
+        W = 2
+
+    assert stable_key_hash(Perm.R | Perm.W) == stable_key_hash(Perm(3))
+    assert len({stable_key_hash(Perm(v)) for v in range(4)}) == 4
+
+
+def test_an_enum_with_its_own_key_hash_keeps_it():
+    class Hooked(Enum):
+        A = 1
+
+        def __lockgate_key_hash__(self):
+            return 99
+
+    assert stable_key_hash(Hooked.A) == 99
+
+
+def test_an_enum_comparing_by_value_is_not_hashed_as_a_plain_enum():
+    class Loose(Enum):
+        A = "a"
+
+        def __eq__(self, other):
+            return self.value == getattr(other, "value", other)
+
+        __hash__ = Enum.__hash__
+
+    assert Loose.A == "a"  # the hash could not follow this equality
+    with pytest.raises(TypeError, match=r"key of type \S*Loose: use int"):
+        stable_key_hash(Loose.A)
+
+
+def test_an_enum_valued_with_an_unhashable_type_names_the_enum():
+    class Listed(Enum):
+        A = [1, 2]
+
+    with pytest.raises(TypeError, match=r"key of type \S*Listed: its value \[1, 2\]") as info:
+        stable_key_hash(Listed.A)
+    assert "key of type list" in str(info.value)
 
 
 def _hashes_in_fresh_process(seed: str) -> list[int]:
