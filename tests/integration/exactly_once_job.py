@@ -128,10 +128,14 @@ def build_job(
     uids=UIDS,
     observer=None,
     sink_apart: bool = False,
+    source_parallelism: int | None = None,
 ) -> None:
     """``sink_apart``: a rebalance puts the sink in a task of its own instead of chaining it
-    to the counting function (the same operators, chained differently)."""
-    stream = env.from_collection(records(splits)).set_parallelism(splits).uid(uids[0])
+    to the counting function (the same operators, chained differently).
+    ``source_parallelism``: the source's, which is ``splits`` unless given (the source then
+    has ``splits`` chunks only if it starts at that parallelism)."""
+    stream = env.from_collection(records(splits)).set_parallelism(source_parallelism or splits)
+    stream = stream.uid(uids[0])
     if observer is not None:
         stream = stream.map(observer).uid("observer")
     counts = (

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lockgate.connectors.offset_splits import OffsetSplitEnumerator
+from lockgate.common.records import RecordFormatError
+from lockgate.connectors.offset_splits import OffsetSplitEnumerator, OffsetSplitsState
 from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
 
@@ -36,18 +37,33 @@ class CollectionSource(Source):
 
 
 class CollectionEnumerator(OffsetSplitEnumerator):
-    """Split i is the i-th contiguous chunk of the collection; its position is an offset."""
+    """Split i is the i-th of as many contiguous chunks of the collection as the source had
+    subtasks when it started; its position is an offset."""
 
     source_name = "collection"
 
     def __init__(self, collection: list[Any], parallelism: int):
         self.collection = collection
-        size = len(collection)
-        bounds = [size * i // parallelism for i in range(parallelism + 1)]
-        super().__init__(
-            {str(i): bounds[i] for i in range(parallelism)},
-            {str(i): bounds[i + 1] for i in range(parallelism)},
-        )
+        super().__init__(*_chunks(len(collection), parallelism), parallelism)
+
+    def restore(self, snapshot: Any, where: str) -> None:
+        # A snapshot of another parallelism has that many chunks: read on from them
+        count = len(OffsetSplitsState.from_json(snapshot, where).positions)
+        before = self.starts, self.ends, self.positions
+        if 0 < count != len(self.ends):
+            self.starts, self.ends = _chunks(len(self.collection), count)
+            self.positions = dict(self.starts)
+        try:
+            super().restore(snapshot, where)
+        except RecordFormatError:
+            self.starts, self.ends, self.positions = before
+            raise
 
     def payload(self, assignment: SplitAssignment) -> list[Any]:
         return self.collection[assignment.start : assignment.start + assignment.max_records]
+
+
+def _chunks(size: int, count: int) -> tuple[dict[str, int], dict[str, int]]:
+    """Starts and ends of ``count`` contiguous chunks of ``size`` records, by split id."""
+    bounds = [size * i // count for i in range(count + 1)]
+    return {str(i): bounds[i] for i in range(count)}, {str(i): bounds[i + 1] for i in range(count)}

@@ -307,12 +307,13 @@ class FileEnumerator(SplitEnumerator):
     def restore(self, snapshot: Any, where: str) -> None:
         state = FileEnumeratorState.from_json(snapshot, where)
         for split in state.reading:
-            if not 0 <= split.subtask < self.parallelism:
-                raise RecordFormatError(
-                    f"{where}: {split.path} is read by subtask {split.subtask}, but the source "
-                    f"has {self.parallelism} subtasks"
-                )
-        self.reading = {split.path: split for split in state.reading}
+            if split.subtask < 0:
+                raise RecordFormatError(f"{where}: {split.path} is read by subtask {split.subtask}")
+        # at another parallelism, a file goes on from its position on another subtask
+        self.reading = {
+            split.path: replace(split, subtask=split.subtask % self.parallelism)
+            for split in state.reading
+        }
         self.finished = set(state.finished)
         # A bounded source's files are those of the checkpoint; a continuous one lists at
         # once, since files may have come and gone after the checkpoint.

@@ -35,13 +35,15 @@ class OffsetSplitsState:
 class OffsetSplitEnumerator(SplitEnumerator):
     """Splits whose positions are offsets from a start to a known end: the planning,
     acknowledging and checkpointing of sources that can read any offset range again.
-    Split ``str(i)`` is read by subtask i."""
+    Split ``str(i)`` is read by subtask ``i % parallelism``: after a restore at another
+    parallelism, the splits (and their positions) are spread over the new subtasks."""
 
     source_name = "source"  # in error messages
 
-    def __init__(self, starts: dict[str, int], ends: dict[str, int]):
+    def __init__(self, starts: dict[str, int], ends: dict[str, int], parallelism: int):
         self.starts = starts
         self.ends = ends
+        self.parallelism = parallelism
         self.positions = dict(starts)
         self._planned: dict[int, list[SplitAssignment]] = {}
 
@@ -55,14 +57,16 @@ class OffsetSplitEnumerator(SplitEnumerator):
             start = self.positions[split]
             if start < end:
                 stop = self.stop(split, start, max_records_per_split)
-                assignments[int(split)] = [SplitAssignment(split, start, stop - start, stop == end)]
+                assignments.setdefault(int(split) % self.parallelism, []).append(
+                    SplitAssignment(split, start, stop - start, stop == end)
+                )
         self._planned = assignments
         return assignments
 
     def will_finish(self) -> bool:
+        last = {a.split for planned in self._planned.values() for a in planned if a.last}
         return all(
-            self.positions[split] >= end or any(a.last for a in self._planned.get(int(split), ()))
-            for split, end in self.ends.items()
+            self.positions[split] >= end or split in last for split, end in self.ends.items()
         )
 
     def ahead(self) -> OffsetSplitEnumerator:

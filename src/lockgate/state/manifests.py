@@ -25,6 +25,7 @@ from lockgate.state.snapshot import GroupHandle
 HASHMAP = "hashmap"
 ROCKSDB = "rocksdb"
 CANONICAL = "canonical"  # a savepoint's, whichever backend wrote it
+ROCKSDB_RESCALE = "rocksdb-rescale"  # a RocksDB restore at another parallelism
 BACKENDS = (HASHMAP, ROCKSDB)
 
 
@@ -178,7 +179,67 @@ class RocksDBManifest:
         )
 
 
-KeyedStateManifest = HeapManifest | RocksDBManifest | CanonicalManifest
+@dataclass(frozen=True)
+class RocksDBRescaleManifest:
+    """What a RocksDB subtask restores from at a new parallelism: the instances of the old
+    subtasks whose key groups overlap its own, each with its old range. Like a savepoint's,
+    this state is replaced by the subtask's first snapshot."""
+
+    backend: ClassVar[str] = ROCKSDB_RESCALE
+    parts: tuple[tuple[KeyGroupRange, RocksDBManifest], ...]
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return {name: kind for _, part in self.parts for name, kind in part.kinds.items()}
+
+    def handles(self) -> Iterator[tuple[str, int]]:
+        for _, part in self.parts:
+            yield from part.handles()
+
+    def is_empty(self) -> bool:
+        return all(part.is_empty() for _, part in self.parts)
+
+    def advanced(self, changes: KeyedStateManifest) -> KeyedStateManifest:
+        if not isinstance(changes, RocksDBManifest):
+            raise RecordFormatError(
+                f"a {changes.backend} snapshot cannot follow a restore of RocksDB state"
+            )
+        return changes
+
+    def map_urls(self, mapping: Callable[[str], str]) -> RocksDBRescaleManifest:
+        return RocksDBRescaleManifest(
+            tuple((old, part.map_urls(mapping)) for old, part in self.parts)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": ROCKSDB_RESCALE,
+            "parts": [
+                {"key_groups": [old.start, old.end], "manifest": part.to_json()}
+                for old, part in self.parts
+            ],
+        }
+
+    @staticmethod
+    def from_json(raw: dict[str, Any], where: str) -> RocksDBRescaleManifest:
+        parts = []
+        for number, entry in enumerate(field(raw, "parts", list, where)):
+            at = f"{where}, part {number}"
+            if not isinstance(entry, dict):
+                raise RecordFormatError(f"{at} is not an object")
+            bounds = field(entry, "key_groups", list, at)
+            if len(bounds) != 2 or not all(type(b) is int for b in bounds):
+                raise RecordFormatError(f"{at}: field 'key_groups' is not [start, end]")
+            parts.append(
+                (
+                    KeyGroupRange(bounds[0], bounds[1]),
+                    RocksDBManifest.from_json(field(entry, "manifest", dict, at), at),
+                )
+            )
+        return RocksDBRescaleManifest(tuple(parts))
+
+
+KeyedStateManifest = HeapManifest | RocksDBManifest | CanonicalManifest | RocksDBRescaleManifest
 
 
 def empty(backend: str) -> KeyedStateManifest:
@@ -198,9 +259,11 @@ def manifest_from_json(raw: Any, where: str) -> KeyedStateManifest:
         return RocksDBManifest.from_json(raw, where)
     if backend == CANONICAL:
         return CanonicalManifest.from_json(raw, where)
+    if backend == ROCKSDB_RESCALE:
+        return RocksDBRescaleManifest.from_json(raw, where)
     raise RecordFormatError(
         f"{where}: unknown state backend {backend!r} (expected one of "
-        f"{', '.join((*BACKENDS, CANONICAL))})"
+        f"{', '.join((*BACKENDS, CANONICAL, ROCKSDB_RESCALE))})"
     )
 
 

@@ -632,6 +632,41 @@ class RocksDBKeyedStateBackend:
                 add(out, portable_key(key, name), db_key[end:], iterator.value())
             iterator.next()
 
+    def keep_only(self, key_groups: KeyGroupRange) -> None:
+        """Drop every key group outside ``key_groups`` (a restore from an instance that held
+        more), and compact, so that the next snapshot does not carry them."""
+        dropped = []
+        if key_groups.start > 0:
+            dropped.append((b"", _GROUP.pack(key_groups.start)))
+        dropped.append((_GROUP.pack(key_groups.end + 1), _REGISTRY_KEY[:2]))
+        for begin, end in dropped:
+            self.db.delete_range(begin, end)
+            self.db.compact_range(begin, end)
+
+    def copy_groups(self, source: RocksDBKeyedStateBackend, key_groups: KeyGroupRange) -> None:
+        """Copy the entries of ``key_groups`` from ``source`` (an old subtask's instance) as
+        they are: only the state ids differ between instances."""
+        source_states = {sid: (name, kind) for name, (sid, kind) in source._registry.items()}
+        ids: dict[int, bytes] = {}
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        iterator = source.db.iter()
+        iterator.seek(_GROUP.pack(key_groups.start))
+        while iterator.valid():
+            db_key = iterator.key()
+            key_group, sid = _PREFIX.unpack_from(db_key)
+            if key_group > key_groups.end:
+                break
+            new_sid = ids.get(sid)
+            if new_sid is None:
+                new_sid = ids[sid] = _GROUP.pack(self._register(*source_states[sid]))
+            batch.put(db_key[:2] + new_sid + db_key[4:], iterator.value())
+            if batch.len() >= 10_000:
+                self.db.write(batch)
+                batch = rocksdict.WriteBatch(raw_mode=True)
+            iterator.next()
+        if not batch.is_empty():
+            self.db.write(batch)
+
     def import_group(self, key_group: int, blob: bytes) -> None:
         """Put a canonical blob of ``key_group`` into the instance."""
         self.check_group(key_group)

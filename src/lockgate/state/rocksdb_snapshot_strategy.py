@@ -12,10 +12,13 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from lockgate.checkpoint.storage import Storage, download_url
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.heap import HeapKeyedStateBackend
+from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import (
     CanonicalManifest,
@@ -23,6 +26,7 @@ from lockgate.state.manifests import (
     KeyedStateManifest,
     KeyedStateSnapshot,
     RocksDBManifest,
+    RocksDBRescaleManifest,
 )
 from lockgate.state.rocksdb import RocksDBKeyedStateBackend, StateBackendError
 from lockgate.state.savepoint_state import restore_canonical
@@ -45,19 +49,16 @@ class RocksDBSnapshotStrategy:
         subtask_dir = self._subtask_dir(subtask)
         path = f"{subtask_dir}/db-{uuid.uuid4().hex[:12]}"
         uploaded: dict[str, str] = {}
-        has_state = isinstance(manifest, RocksDBManifest) and not manifest.is_empty()
         try:
-            if isinstance(manifest, RocksDBManifest) and has_state:
-                uploaded = _fetch_files(manifest, subtask_dir, path)
-            backend = RocksDBKeyedStateBackend(
-                subtask.key_groups, subtask.max_parallelism, path, self.settings.rocksdb
-            )
-            if isinstance(manifest, CanonicalManifest):
-                try:
-                    restore_canonical(backend, manifest)
-                except BaseException:
-                    backend.dispose()
-                    raise
+            if isinstance(manifest, RocksDBRescaleManifest):
+                backend = self._rescale(subtask, manifest, subtask_dir, path)
+            else:
+                if isinstance(manifest, RocksDBManifest) and not manifest.is_empty():
+                    uploaded = _fetch_files(manifest, subtask_dir, path)
+                backend = self._open(subtask, path)
+                if isinstance(manifest, CanonicalManifest):
+                    with _disposed_on_failure(backend):
+                        restore_canonical(backend, manifest)
         except (OSError, StateBackendError) as exc:
             shutil.rmtree(path, ignore_errors=True)
             where = subtask.describe()
@@ -66,6 +67,50 @@ class RocksDBSnapshotStrategy:
             raise StateBackendError(f"cannot restore the RocksDB state of {where}: {exc}") from None
         # Files of another job's checkpoint are not ours: upload everything anew (NO_CLAIM)
         backend.uploaded = uploaded if claimed else {}
+        return backend
+
+    def _open(self, subtask: KeyedSubtask, path: str) -> RocksDBKeyedStateBackend:
+        return RocksDBKeyedStateBackend(
+            subtask.key_groups, subtask.max_parallelism, path, self.settings.rocksdb
+        )
+
+    def _rescale(
+        self,
+        subtask: KeyedSubtask,
+        manifest: RocksDBRescaleManifest,
+        subtask_dir: str,
+        path: str,
+    ) -> RocksDBKeyedStateBackend:
+        """An instance with this subtask's key groups from the old subtasks' instances: the
+        one sharing the most key groups is the base (Flink's choice too), the others' key
+        groups are copied in."""
+        mine = subtask.key_groups
+
+        def shared(part: tuple[KeyGroupRange, RocksDBManifest]) -> int:
+            old = part[0]
+            return max(0, min(old.end, mine.end) - max(old.start, mine.start) + 1)
+
+        parts = sorted(manifest.parts, key=shared, reverse=True)
+        _fetch_files(parts[0][1], subtask_dir, path)
+        backend = self._open(subtask, path)
+        with _disposed_on_failure(backend):
+            backend.keep_only(mine)
+            for old, part in parts[1:]:
+                part_path = f"{subtask_dir}/part-{uuid.uuid4().hex[:12]}"
+                try:
+                    _fetch_files(part, subtask_dir, part_path)
+                    source = RocksDBKeyedStateBackend(
+                        old, subtask.max_parallelism, part_path, self.settings.rocksdb
+                    )
+                except BaseException:
+                    shutil.rmtree(part_path, ignore_errors=True)
+                    raise
+                try:
+                    backend.copy_groups(
+                        source, KeyGroupRange(max(old.start, mine.start), min(old.end, mine.end))
+                    )
+                finally:
+                    source.dispose()
         return backend
 
     def snapshot(
@@ -112,6 +157,15 @@ class RocksDBSnapshotStrategy:
         return KeyedStateSnapshot(
             RocksDBManifest(dict(backend.kinds), files, tag), written, backend.num_entries()
         )
+
+
+@contextmanager
+def _disposed_on_failure(backend: RocksDBKeyedStateBackend) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        backend.dispose()
+        raise
 
 
 def _fetch_files(manifest: RocksDBManifest, subtask_dir: str, path: str) -> dict[str, str]:

@@ -134,12 +134,26 @@ def test_a_restored_finished_collection_reads_nothing():
     assert enumerator.plan(5) == {}
 
 
+def test_a_collection_restored_at_another_parallelism_reads_on_from_its_old_splits():
+    """Three chunks read at parallelism 3, restored at 2: the chunks stay, and subtask
+    ``i % 2`` reads on from each one's position; nothing twice, nothing skipped."""
+    enumerator = CollectionEnumerator(list(range(6)), 2)
+    enumerator.restore(OffsetSplitsState({"0": 1, "1": 3, "2": 5}).to_json(), WHERE)
+    plan = enumerator.plan(10)
+    assert {i: [(a.split, a.start, a.max_records) for a in plan[i]] for i in plan} == {
+        0: [("0", 1, 1), ("2", 5, 1)],
+        1: [("1", 3, 1)],
+    }
+    assert [enumerator.payload(a) for a in plan[0]] == [[1], [5]]
+    assert enumerator.will_finish()
+
+
 def test_collection_restore_with_other_splits_is_rejected():
     enumerator = CollectionEnumerator(list(range(6)), 2)
     with pytest.raises(
-        RecordFormatError, match=r"chk-3.*splits \['0', '1', '2'\].*now has \['0', '1'\]"
+        RecordFormatError, match=r"chk-3.*splits \['0', '1', 'x'\].*now has \['0', '1', '2'\]"
     ):
-        enumerator.restore(OffsetSplitsState({"0": 1, "1": 3, "2": 5}).to_json(), WHERE)
+        enumerator.restore(OffsetSplitsState({"0": 1, "1": 3, "x": 5}).to_json(), WHERE)
     assert positions(enumerator.snapshot()) == {"0": 0, "1": 3}
 
 
@@ -290,6 +304,19 @@ def test_file_restore_keeps_the_checkpointed_readers(files):
     enumerator = TextLineFileSource([str(files)]).create_enumerator(2)
     enumerator.restore(snapshot, WHERE)
     assert enumerator.plan(100) == {1: [SplitAssignment(f"{files}/a.txt", 9, 100, False)]}
+
+
+def test_a_file_restore_at_lower_parallelism_moves_readers_on(files):
+    """A file read by subtask 2 of 3 goes on from its position on subtask 2 % 2."""
+    snapshot = FileEnumeratorState(
+        (FileSplit(f"{files}/a.txt", 2, 9), FileSplit(f"{files}/b.txt", 1, 4)), ()
+    ).to_json()
+    enumerator = TextLineFileSource([str(files)]).create_enumerator(2)
+    enumerator.restore(snapshot, WHERE)
+    assert enumerator.plan(100) == {
+        0: [SplitAssignment(f"{files}/a.txt", 9, 100, False)],
+        1: [SplitAssignment(f"{files}/b.txt", 4, 100, False)],
+    }
 
 
 def test_bounded_file_source_finishes_when_every_file_is_read(files):
@@ -550,8 +577,8 @@ def file_snapshot(**changes) -> dict:
             "reading entry 0: field 'position' is -5, not a position",
         ),
         (
-            file_snapshot(reading=[{"path": "/in/a", "subtask": 2, "position": 0}]),
-            "/in/a is read by subtask 2, but the source has 2 subtasks",
+            file_snapshot(reading=[{"path": "/in/a", "subtask": -1, "position": 0}]),
+            "/in/a is read by subtask -1",
         ),
         (
             file_snapshot(reading=[{"path": "/in/a", "subtask": 0, "position": 0}] * 2),

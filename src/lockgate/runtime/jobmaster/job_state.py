@@ -17,10 +17,12 @@ from lockgate.checkpoint.metadata import (
     OperatorState,
     OperatorSubtaskState,
 )
+from lockgate.checkpoint.state_assignment import assign_state
 from lockgate.common.records import RecordFormatError
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.source import SplitEnumerator, SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore
+from lockgate.runtime.taskexecutor.watermarks import LONG_MAX
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_range
@@ -195,39 +197,40 @@ class JobState:
                 "'execution.state-recovery.ignore-unclaimed-state' to start anyway"
             )
         self.reset()
+        claimed = not foreign
         for uid, (vertex, node) in nodes.items():
             operator = checkpoint.operators.get(uid)
             if operator is None:
                 continue
-            if (operator.parallelism, operator.max_parallelism) != (
-                node.parallelism,
-                node.max_parallelism,
-            ):
-                raise CheckpointFormatError(
-                    f"checkpoint {path}: operator '{node.name}' (uid '{uid}') ran at "
-                    f"parallelism {operator.parallelism} / max parallelism "
-                    f"{operator.max_parallelism}, but the job now has "
-                    f"{node.parallelism} / {node.max_parallelism}"
-                )
-            for subtask in operator.subtasks:
+            where = f"checkpoint {path}: operator '{node.name}' (uid '{uid}')"
+            keyed = node is vertex.head and vertex.keyed
+            assigned = assign_state(operator, node.parallelism, node.max_parallelism, keyed, where)
+            for index, subtask in enumerate(assigned):
                 if subtask.operator_state is not None:
-                    states = self.operator_states[vertex.id].setdefault(subtask.index, {})
+                    states = self.operator_states[vertex.id].setdefault(index, {})
                     states[uid] = subtask.operator_state
-                if subtask.watermark is not None:
-                    watermarks = self.watermarks[vertex.id].setdefault(subtask.index, {})
-                    watermarks[uid] = subtask.watermark
-                keyed = subtask.keyed
-                if node is vertex.head and vertex.keyed and keyed and not keyed.is_empty():
-                    written_by = keyed.backend
-                    if written_by != self.backend:
+                watermark = subtask.watermark
+                if foreign and watermark == LONG_MAX:
+                    # The end of a bounded input (or a drained stop) is that run's: the
+                    # restored job reads new input, which would all be late
+                    watermark = None
+                if watermark is not None:
+                    self.watermarks[vertex.id].setdefault(index, {})[uid] = watermark
+                if subtask.keyed is not None and not subtask.keyed.is_empty():
+                    written_by = subtask.keyed.backend
+                    if written_by not in (self.backend, manifests.CANONICAL) and not (
+                        written_by == manifests.ROCKSDB_RESCALE
+                        and self.backend == manifests.ROCKSDB
+                    ):
                         raise CheckpointFormatError(
-                            f"checkpoint {path}: the state of operator '{node.name}' (uid "
-                            f"'{uid}') was written by the {written_by} state backend, but the "
-                            f"job uses the {self.backend} backend; a checkpoint restores only "
-                            "into the backend that wrote it (switching backends needs a "
-                            "savepoint)"
+                            f"{where}: its state was written by the {written_by} state "
+                            f"backend, but the job uses the {self.backend} backend; a "
+                            "checkpoint restores only into the backend that wrote it "
+                            "(switching backends needs a savepoint)"
                         )
-                    self.manifests[vertex.id][subtask.index] = keyed
+                    self.manifests[vertex.id][index] = subtask.keyed
+                    if written_by != self.backend:
+                        claimed = False  # the files are not in this backend's own form
             if node.is_source and operator.coordinator_state is not None:
                 where = f"checkpoint {path}: the split enumerator of '{node.name}' (uid '{uid}')"
                 try:
@@ -236,6 +239,6 @@ class JobState:
                     raise CheckpointFormatError(str(exc)) from None
         self.epoch = checkpoint.epoch
         self.committed_epoch = checkpoint.epoch
-        self.claimed = not foreign
+        self.claimed = claimed
         if self.job.stateful_nodes:  # restored timers may be due: run an epoch to see
             self.processing_timers = None

@@ -317,35 +317,38 @@ def test_an_operator_new_to_the_job_starts_empty():
 
 
 @pytest.mark.parametrize(
-    ("parallelism", "max_parallelism", "operator", "was", "now"),
+    ("parallelism", "expected"),
     [
-        (
-            3,
-            128,
-            "'KeyedProcess' (uid 'counter')",
-            "2 / max parallelism 128",
-            "3 / 128",
-        ),
-        (
-            1,
-            128,
-            "'KeyedProcess' (uid 'counter')",
-            "2 / max parallelism 128",
-            "1 / 128",
-        ),
-        (2, 256, "'Collection Source' (uid 'numbers')", "1 / max parallelism 128", "1 / 256"),
+        # ranges at 3: 0-42, 43-85, 86-127
+        (3, [{1: "0-e1", 2: "0-e2"}, {65: "1-e1", 66: "1-e2"}, {}]),
+        (1, [{1: "0-e1", 2: "0-e2", 65: "1-e1", 66: "1-e2"}]),
     ],
 )
-def test_a_parallelism_change_is_rejected_naming_the_operator_and_uid(
-    parallelism, max_parallelism, operator, was, now
-):
+def test_at_another_parallelism_keyed_state_moves_by_key_group(parallelism, expected):
     body = checkpoint_of(state_after_two_epochs(job(2, 128)))
-    state = JobState(job(parallelism, max_parallelism), "hashmap")
+    graph = job(parallelism, 128)
+    state = JobState(graph, "hashmap")
+    state.restore(body, PATH, ignore_unclaimed=False)
+    counter = vertex(graph, "counter")
+    restored = state.manifests[counter.id]
+    assert [
+        {kg: h.file.rpartition("/")[2] for kg, h in restored[i].groups.items()}
+        for i in range(parallelism)
+    ] == expected
+    # the sink's part counter is per subtask: it starts over (its committables were
+    # committed by the restore)
+    assert all("files" not in state.operator_states[counter.id].get(i, {}) for i in range(3))
+
+
+def test_a_changed_max_parallelism_is_rejected_naming_the_operator_and_uid():
+    body = checkpoint_of(state_after_two_epochs(job(2, 128)))
+    state = JobState(job(2, 256), "hashmap")
     with pytest.raises(CheckpointFormatError) as info:
         state.restore(body, PATH, ignore_unclaimed=False)
     assert str(info.value) == (
-        f"checkpoint {PATH}: operator {operator} ran at parallelism {was}, "
-        f"but the job now has {now}"
+        f"checkpoint {PATH}: operator 'Collection Source' (uid 'numbers') has max parallelism "
+        "128, but the job now has 256: key groups cannot be split or merged (set the "
+        "operator's max parallelism, or 'pipeline.max-parallelism', to 128)"
     )
 
 
