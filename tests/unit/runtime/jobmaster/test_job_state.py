@@ -381,3 +381,19 @@ def test_damaged_source_positions_fail_naming_the_checkpoint_and_the_operator(
     assert str(info.value).startswith(
         f"checkpoint {PATH}: the split enumerator of 'Collection Source' (uid 'numbers')"
     )
+
+
+@pytest.mark.parametrize(("foreign", "kept"), [(True, None), (False, 2**63 - 1)])
+def test_a_resumed_job_starts_without_the_end_of_time_watermark(foreign, kept):
+    """A finished run's last checkpoint holds watermark 2**63-1 (its input ended): a job
+    resumed from it reads new input, which would all be late. A failover keeps it."""
+    graph = job()
+    checkpoint = checkpoint_of(state_after_two_epochs(graph))
+    counter = checkpoint.operators["counter"]
+    ended = tuple(replace(s, watermark=2**63 - 1) for s in counter.subtasks)
+    checkpoint = replace(
+        checkpoint, operators={**checkpoint.operators, "counter": replace(counter, subtasks=ended)}
+    )
+    state = JobState(graph, "hashmap")
+    state.restore(checkpoint, PATH, ignore_unclaimed=False, foreign=foreign)
+    assert state.watermarks[vertex(graph, "counter").id].get(0, {}).get("counter") == kept
