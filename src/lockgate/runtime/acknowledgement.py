@@ -14,10 +14,10 @@ from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 from lockgate.runtime.source import SplitProgress
-from lockgate.state.manifests import KeyedStateSnapshot
+from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
 
 FORMAT = "lockgate-subtask-ack"
-VERSION = 4
+VERSION = 5
 
 
 def watermarks_field(raw: dict[str, Any], where: str) -> dict[str, int]:
@@ -55,6 +55,7 @@ class SubtaskAck:
     location: str  # the Spark host of the subtask's host ("" in local mode)
     duration_ms: float
     consumed: dict[str, str]  # input channel (edge/sender) -> attempt whose output it read
+    savepoint: CanonicalManifest | None = None  # keyed subtasks in a savepoint's epoch
 
     def to_json(self) -> dict[str, Any]:
         return envelope(
@@ -71,6 +72,7 @@ class SubtaskAck:
                     split: progress.to_json() for split, progress in self.source_progress.items()
                 },
                 "state": self.state.to_json() if self.state is not None else None,
+                "savepoint": self.savepoint.to_json() if self.savepoint is not None else None,
                 "operators": self.operators,
                 "watermarks": self.watermarks,
                 "next_timer_ms": self.next_timer_ms,
@@ -86,6 +88,7 @@ class SubtaskAck:
         body = open_envelope(raw, FORMAT, VERSION, where)
         consumed = field(body, "consumed", dict, where)
         state: dict[str, Any] | None = field(body, "state", (dict, type(None)), where)
+        savepoint: dict[str, Any] | None = field(body, "savepoint", (dict, type(None)), where)
         if not all(isinstance(v, str) for v in consumed.values()):
             raise RecordFormatError(f"{where}: field 'consumed' must map channels to attempts")
         source_progress = {
@@ -101,6 +104,11 @@ class SubtaskAck:
             records_in=field(body, "records_in", int, where),
             source_progress=source_progress,
             state=KeyedStateSnapshot.from_json(state, where) if state is not None else None,
+            savepoint=(
+                CanonicalManifest.from_json(savepoint, f"{where}, savepoint")
+                if savepoint is not None
+                else None
+            ),
             operators=field(body, "operators", dict, where),
             watermarks=watermarks_field(body, where),
             next_timer_ms=field(body, "next_timer_ms", (int, type(None)), where),

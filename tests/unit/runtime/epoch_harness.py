@@ -258,6 +258,8 @@ class Cluster:
             epoch=epoch,
             end_of_input=False,
             source_ends=False,
+            last=False,
+            savepoint_url=None,
             tag=tag,
             checkpoint=checkpoint,
             ack_dir=f"epochs/{tag}",

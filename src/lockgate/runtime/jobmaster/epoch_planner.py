@@ -21,6 +21,7 @@ from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.savepoints import SavepointRequest
 from lockgate.runtime.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor, run_id
 from lockgate.runtime.taskexecutor.epoch_task import EpochTask
@@ -47,25 +48,42 @@ class EpochPlanner:
         self.tries = 0  # every planned epoch, retries included: names its files apart
 
     def plan(
-        self, state: JobState, generation: int, max_records: int, graph: Any
+        self,
+        state: JobState,
+        generation: int,
+        max_records: int,
+        graph: Any,
+        savepoint: SavepointRequest | None = None,
     ) -> EpochPlan | None:
         """The next epoch of restore ``generation``, or None while continuous sources have
-        nothing new and no checkpoint is due. ``graph`` is the job graph's broadcast."""
+        nothing new and no checkpoint is due. ``graph`` is the job graph's broadcast. An
+        epoch that ends with ``savepoint`` always runs; if it is also a checkpoint, its
+        output is committed as any checkpoint's."""
         enumerators = state.enumerators
         assignments = {vid: e.plan(max_records) for vid, e in enumerators.items()}
         finished = all(e.is_finished() for e in enumerators.values())
         if (
-            not any(assignments.values())
+            savepoint is None
+            and not any(assignments.values())
             and not finished
             and not self._idle_checkpoint_due(state)
             and not self._timer_due(state)
         ):
             return None
         ending = _ending(enumerators)
-        checkpoint = self.coordinator.due(len(ending) == len(enumerators))
+        if savepoint is not None and savepoint.drain:
+            ending = frozenset(enumerators)  # event time ends for every source
+        end_of_input = len(ending) == len(enumerators)
+        stop = savepoint is not None and savepoint.stop
+        checkpoint = self.coordinator.due(end_of_input or stop) or (
+            savepoint is not None and self.settings.checkpoint.enabled
+        )
         if checkpoint:
             self.coordinator.triggered()
         frame = self._frame(state.epoch + 1, generation, ending, checkpoint, assignments)
+        if savepoint is not None:
+            assert savepoint.directory is not None
+            frame = replace(frame, last=frame.last or stop, savepoint_url=savepoint.directory.url)
         restores = {
             vertex.id: [restore.encode() for restore in state.restore_for(vertex, frame.run)]
             for vertex in self.job.vertices
@@ -147,6 +165,8 @@ class EpochPlanner:
             ack_dir=f"epochs/{tag}",
             end_of_input=len(ending) == len(self.job.sources),
             sources_ending=ending,
+            last=len(ending) == len(self.job.sources),
+            savepoint_url=None,
             checkpoint=checkpoint,
             inject_failure=self.injector.take("after-snapshot-before-ack", epoch),
             tasks={},
@@ -173,6 +193,8 @@ class EpochPlanner:
                     epoch=frame.epoch,
                     end_of_input=frame.end_of_input,
                     source_ends=vertex.id in frame.sources_ending,
+                    last=frame.last,
+                    savepoint_url=frame.savepoint_url,
                     tag=frame.tag,
                     checkpoint=frame.checkpoint,
                     ack_dir=frame.ack_dir,

@@ -20,6 +20,7 @@ from lockgate.checkpoint.coordinator import (
     load_checkpoint,
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError
+from lockgate.checkpoint.savepoint import is_checkpoint_path, load_snapshot
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage
@@ -80,10 +81,11 @@ class Failover:
         self.resumed_from: CompletedCheckpoint | None = None  # execution.state-recovery.path
 
     def resume(self, path: str) -> None:
-        """Start from the checkpoint at ``path`` (another job's). A checkpoint that cannot
-        be read or does not fit the job fails the job at once; a failing restore retries."""
+        """Start from the checkpoint or savepoint at ``path`` (another job's). One that
+        cannot be read or does not fit the job fails the job at once; a failing restore
+        retries."""
         try:
-            checkpoint, skipped = load_checkpoint(path)
+            checkpoint, skipped = load_snapshot(path)
             JobState(self.job, self.state.backend).restore(
                 checkpoint.metadata, checkpoint.path or path, self.settings.ignore_unclaimed
             )
@@ -148,7 +150,7 @@ class Failover:
             path = checkpoint.path or "in memory"
             self.state.restore(checkpoint.metadata, path, self.settings.ignore_unclaimed, foreign)
             self.finalizer.commit(checkpoint, again=True)
-            if foreign and checkpoint.path is not None:
+            if foreign and checkpoint.path is not None and is_checkpoint_path(checkpoint.path):
                 # What the other run staged after this checkpoint; its records stay (its
                 # directory is not ours).
                 old_root = Storage(checkpoint.path.rstrip("/").rpartition("/")[0])

@@ -15,6 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Generator
+from concurrent.futures import Future
 from typing import Any
 
 from pyspark import cloudpickle
@@ -24,8 +25,10 @@ from lockgate.checkpoint.coordinator import CheckpointCoordinator, CheckpointSet
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage
+from lockgate.common import config_options as options
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.errors import JobExecutionError
+from lockgate.runtime.jobmaster import savepoints
 from lockgate.runtime.jobmaster.ack_collector import AckCollector
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
@@ -48,6 +51,11 @@ from lockgate.runtime.jobmaster.job_summary import EpochResult, EpochStats, JobS
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.jobmaster.progress import EpochProgress
 from lockgate.runtime.jobmaster.run_ahead import RunAhead
+from lockgate.runtime.jobmaster.savepoints import (
+    PendingSavepoints,
+    SavepointError,
+    SavepointRequest,
+)
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
 from lockgate.runtime.jobmaster.storage_check import check_storage
@@ -80,6 +88,7 @@ class JobMaster:
         self.state = JobState(job, settings.keyed_state.backend)
         self.results = CollectedResults()
         self._cancelled = threading.Event()
+        self.savepoints = PendingSavepoints()
         self._finished = False  # the last epoch read the sources to their end
         self.placement = SubtaskPlacement()
         self.spark_job = EpochJob(self.sc, job, self.placement)
@@ -124,6 +133,20 @@ class JobMaster:
         """Stop after the running epoch; safe to call from any thread."""
         self._cancelled.set()
 
+    def trigger_savepoint(
+        self, directory: str | None, stop: bool = False, drain: bool = False
+    ) -> Future[str]:
+        """A savepoint at the next epoch boundary, under ``directory`` or the configured
+        savepoint directory; with ``stop`` the job ends with it (``drain``: after the end of
+        event time). Safe to call from any thread; the future resolves to its path."""
+        target = directory or self.settings.savepoint_dir
+        if target is None:
+            raise SavepointError(
+                "no savepoint directory: pass one, or set "
+                f"'{options.SAVEPOINT_DIR.key}' (or env.set_default_savepoint_directory)"
+            )
+        return self.savepoints.add(SavepointRequest(target, stop, drain))
+
     # The loop ------------------------------------------------------------------------------
 
     def run(self) -> Generator[EpochResult, None, None]:
@@ -158,6 +181,7 @@ class JobMaster:
             status = "CANCELED"
             raise
         finally:
+            self.savepoints.close(f"job {self.settings.job_id} is {status.lower()}")
             try:
                 self._drop_ahead()
             except SPARK_JOB_FAILURES as exc:  # the session may be gone; the job's error matters
@@ -179,11 +203,30 @@ class JobMaster:
     # One epoch -----------------------------------------------------------------------------
 
     def _next_epoch(self, spark_job: EpochJob, graph: Any) -> EpochResult | None:
-        plan, sources = self._take_ahead(graph)
+        request = self.savepoints.take()
+        if request is None:
+            return self._run_epoch(spark_job, graph, None)
+        self._drop_ahead()  # the savepoint goes with the next epoch planned
+        try:
+            savepoints.begin(request, self.settings.job_id)
+            result = self._run_epoch(spark_job, graph, request)
+            if result is None:
+                raise SavepointError("its epoch timed out and runs again without it")
+        except BaseException as exc:
+            savepoints.fail(request, exc)
+            if isinstance(exc, SavepointError):
+                return None
+            raise
+        return result
+
+    def _run_epoch(
+        self, spark_job: EpochJob, graph: Any, savepoint: SavepointRequest | None
+    ) -> EpochResult | None:
+        plan, sources = (None, None) if savepoint is not None else self._take_ahead(graph)
         ahead = sources is not None
         if plan is None:
             plan = self.planner.plan(
-                self.state, self.failover.generation, self.epoch_cap.value, graph
+                self.state, self.failover.generation, self.epoch_cap.value, graph, savepoint
             )
         if plan is None:  # nothing new to read yet: poll again, or wake for a timer
             wait_s = self.settings.idle_poll_s
@@ -200,7 +243,7 @@ class JobMaster:
             if sources is None and self.pipelined:
                 sources = spark_job.submit_sources(plan, enumerators, description)
             running = spark_job.start(plan, enumerators, description, timeout, sources)
-            if sources is not None and not plan.end_of_input and not self._cancelled.is_set():
+            if sources is not None and not plan.last and not self._cancelled.is_set():
                 self._ahead = self._run_ahead(plan, running, sources, graph)
             output = running.result()
         except EpochTimeout:
@@ -233,10 +276,12 @@ class JobMaster:
         if not commits_on_checkpoint:
             self.results.release()
         checkpoint_id = (
-            self.finalizer.finalize(plan.epoch, started, plan.end_of_input)
-            if plan.checkpoint
-            else None
+            self.finalizer.finalize(plan.epoch, started, plan.last) if plan.checkpoint else None
         )
+        if savepoint is not None:
+            savepoints.complete(
+                savepoint, self.state, acks, self.settings.job_id, checkpoint_id or 0, plan.epoch
+            )
         settled = self.state.committed_epoch if commits_on_checkpoint else plan.epoch
         self.staged.sweep(settled, plan.epoch)
         stats = EpochStats(
@@ -252,7 +297,7 @@ class JobMaster:
         self.summary.epochs.append(stats)
         if self.progress is not None:
             self.progress.report(stats)
-        self._finished = plan.end_of_input
+        self._finished = plan.last
         return EpochResult(stats, self.results.take())
 
     def _run_ahead(

@@ -49,6 +49,7 @@ class JobSettings:
     restart: RestartStrategy  # counts this job's failures: one per job execution
     recovery_path: str | None
     ignore_unclaimed: bool
+    savepoint_dir: str | None  # where savepoints go unless the request names a directory
     injections: frozenset[tuple[str, int]]  # (point, epoch or checkpoint id): tests only
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds
@@ -80,6 +81,7 @@ class JobSettings:
             restart=restart_strategy(config, checkpoint.enabled),
             recovery_path=options.STATE_RECOVERY_PATH.read(config) or None,
             ignore_unclaimed=options.IGNORE_UNCLAIMED_STATE.read(config),
+            savepoint_dir=options.SAVEPOINT_DIR.read(config) or None,
             injections=_injections(config),
             keyed_state=keyed_state,
             batch_bounds=BatchBounds(

@@ -8,7 +8,7 @@ checkpoint's view back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from lockgate.checkpoint.metadata import (
@@ -134,8 +134,11 @@ class JobState:
 
     # Checkpoints ---------------------------------------------------------------------------
 
-    def checkpoint_operators(self) -> dict[str, OperatorState]:
-        """The state of every operator, by uid: a checkpoint's content."""
+    def checkpoint_operators(
+        self, keyed_state: Mapping[tuple[int, int], KeyedStateManifest] | None = None
+    ) -> dict[str, OperatorState]:
+        """The state of every operator, by uid: a checkpoint's content. ``keyed_state``: the
+        keyed state of each (task, subtask) to name instead of its own (a savepoint's)."""
         operators: dict[str, OperatorState] = {}
         for vertex in self.job.vertices:
             for node in vertex.nodes:
@@ -149,7 +152,11 @@ class JobState:
                     if keyed:
                         kg = key_group_range(vertex.max_parallelism, vertex.parallelism, index)
                         key_groups = (kg.start, kg.end)
-                        manifest = self.manifests[vertex.id][index]
+                        manifest = (
+                            self.manifests[vertex.id][index]
+                            if keyed_state is None
+                            else keyed_state.get((vertex.id, index))
+                        )
                     subtasks.append(
                         OperatorSubtaskState(
                             index, states.get(node.uid), manifest, key_groups, watermark

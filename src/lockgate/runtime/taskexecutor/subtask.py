@@ -36,8 +36,9 @@ from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN, Channel
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_range
 from lockgate.state.keyed_subtask import KeyedSubtask
-from lockgate.state.manifests import KeyedStateSnapshot
+from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
 from lockgate.state.rocksdb import RocksDBKeyedStateBackend
+from lockgate.state.savepoint_state import write_savepoint_state
 from lockgate.state.snapshot_strategy import KeyedStateBackend, snapshot_strategy
 
 # Takes one shuffled batch to the head operator; returns the number of records in it.
@@ -357,6 +358,14 @@ class Subtask:
         if self.backend is None:
             return None
         return self.strategy.snapshot(self.backend, self.keyed_subtask, storage, tag, checkpoint)
+
+    def savepoint_state(self, storage: Storage, tag: str) -> CanonicalManifest | None:
+        """Write the keyed state in canonical form into a savepoint's directory (``storage``),
+        as ``<uid>/<subtask>-<tag>.lgcs``: attempts of one subtask write apart."""
+        if self.backend is None:
+            return None
+        relative = f"{self.keyed_subtask.uid}/{self.keyed_subtask.index}-{tag}.lgcs"
+        return write_savepoint_state(self.backend, self.keyed_subtask, storage, relative)
 
     def dispose(self) -> None:
         """Release what the subtask holds outside the Python heap (a RocksDB instance)."""

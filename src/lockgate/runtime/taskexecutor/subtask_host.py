@@ -163,6 +163,9 @@ class SubtaskHost:
         )
         outputs = self._drain(subtask)
         state = subtask.snapshot_state(Storage(task.state_url), epoch.version, task.checkpoint)
+        savepoint = None
+        if task.savepoint_url is not None:
+            savepoint = subtask.savepoint_state(Storage(task.savepoint_url), epoch.version)
         operator_states = subtask.snapshot_operator_states()
         if task.inject_failure:
             raise InjectedFailure(
@@ -178,6 +181,7 @@ class SubtaskHost:
             records_in=epoch.records_in,
             source_progress=epoch.progress,
             state=state,
+            savepoint=savepoint,
             operators=operator_states,
             watermarks=subtask.watermarks(),
             next_timer_ms=subtask.next_processing_time(),
@@ -192,13 +196,13 @@ class SubtaskHost:
         )
         subtask.version = epoch.version
         self.epoch = None
-        if task.end_of_input:
+        if task.last:
             self.subtask = None
             try:
                 subtask.close()
             finally:
                 subtask.dispose()
-        return outputs, EpochDone(closed=task.end_of_input)
+        return outputs, EpochDone(closed=task.last)
 
     def abort(self) -> None:
         """The running epoch failed or its task went away: the subtask is half through it,

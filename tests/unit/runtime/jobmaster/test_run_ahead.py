@@ -38,7 +38,9 @@ def run_ahead_of(job, state: JobState) -> RunAhead:
     enumerator.plan(2)
     twin = enumerator.ahead()
     twin.plan(2)
-    plan = EpochPlan(2, 0, "job#0", "t", "epochs/t", False, frozenset(), False, False, {}, {}, {})
+    plan = EpochPlan(
+        2, 0, "job#0", "t", "epochs/t", False, frozenset(), False, None, False, False, {}, {}, {}
+    )
     stages = SourceStages("group", "epoch 2", {}, {}, [])
     return RunAhead(plan, {source.id: twin}, {(source.id, 0): "a1"}, stages)
 

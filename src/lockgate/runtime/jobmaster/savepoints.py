@@ -1,0 +1,102 @@
+"""Savepoints asked for while a job runs: each is taken at the next epoch boundary.
+
+A request comes from any thread (a ``JobClient``); the JobMaster's loop takes it before
+planning an epoch, which then writes every keyed subtask's state in canonical form into
+the savepoint's directory; once the epoch is accepted, the savepoint's ``_metadata`` is
+written and the request's future gets its path. A stop ends the job with that epoch (with
+``drain``, after the end of event time fired every timer and window).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from lockgate.checkpoint.metadata import CheckpointMetadata
+from lockgate.checkpoint.savepoint import complete_savepoint, new_savepoint_directory
+from lockgate.checkpoint.storage import Storage
+from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.runtime.jobmaster.job_state import JobState
+
+log = logging.getLogger("lockgate")
+
+
+class SavepointError(RuntimeError):
+    """A savepoint that cannot be taken: no directory, the job ended, the epoch failed."""
+
+
+@dataclass
+class SavepointRequest:
+    target: str  # the directory the savepoint goes under
+    stop: bool  # the job ends with the savepoint's epoch
+    drain: bool  # a stop that first advances event time to its end
+    future: Future[str] = field(default_factory=Future)
+    directory: Storage | None = None  # the savepoint's own, once its epoch is planned
+
+
+class PendingSavepoints:
+    """Requests from any thread, taken one at a time by the JobMaster's loop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[SavepointRequest] = []
+        self._closed: str | None = None  # why no request is taken any more
+
+    def add(self, request: SavepointRequest) -> Future[str]:
+        with self._lock:
+            if self._closed is not None:
+                request.future.set_exception(SavepointError(self._closed))
+            else:
+                self._pending.append(request)
+        return request.future
+
+    def take(self) -> SavepointRequest | None:
+        with self._lock:
+            return self._pending.pop(0) if self._pending else None
+
+    def stopping(self) -> bool:
+        with self._lock:
+            return any(r.stop for r in self._pending)
+
+    def close(self, reason: str) -> None:
+        """No more savepoints: those waiting fail with ``reason``."""
+        with self._lock:
+            self._closed = reason
+            pending, self._pending = self._pending, []
+        for request in pending:
+            request.future.set_exception(SavepointError(reason))
+
+
+def begin(request: SavepointRequest, job_id: str) -> Storage:
+    request.directory = new_savepoint_directory(request.target, job_id)
+    return request.directory
+
+
+def complete(
+    request: SavepointRequest,
+    state: JobState,
+    acks: list[SubtaskAck],
+    job_id: str,
+    checkpoint_id: int,
+    epoch: int,
+) -> None:
+    """Write the savepoint of the accepted ``epoch`` and resolve the request."""
+    assert request.directory is not None
+    keyed = {(a.vertex, a.subtask): a.savepoint for a in acks if a.savepoint is not None}
+    body = CheckpointMetadata(job_id, checkpoint_id, epoch, state.checkpoint_operators(keyed))
+    url = complete_savepoint(request.directory, body)
+    log.warning("job %s: savepoint of epoch %d completed at %s", job_id, epoch, url)
+    request.future.set_result(url)
+
+
+def fail(request: SavepointRequest, reason: BaseException) -> None:
+    """The savepoint's epoch failed: remove what it wrote and fail the request."""
+    if request.directory is not None:
+        try:
+            request.directory.remove("")
+        except OSError as exc:
+            log.warning("could not remove the failed savepoint %s: %s", request.directory.url, exc)
+    if not request.future.done():
+        request.future.set_exception(SavepointError(f"the savepoint's epoch failed: {reason}"))
