@@ -175,3 +175,20 @@ class CaptureWorkerOutput(MapFunction):
             os.close(out)
             os.close(err)
             self._saved = None
+
+
+class OpaqueKey:
+    """A key type with a stable hash and no portable encoding: it goes into RocksDB pickled,
+    and a savepoint refuses it."""
+
+    def __init__(self, value: int):
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpaqueKey) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return self.value
+
+    def __lockgate_key_hash__(self) -> int:
+        return self.value

@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 from exactly_once_job import (
     EPOCHS,
+    CountPerKey,
     assert_committed_output_exact,
     build_job,
     checkpointed_env,
+    file_sink,
     recovery_settings,
 )
-from lockgate_it_support import BACKENDS
+from lockgate_it_support import BACKENDS, OpaqueKey
 
 from lockgate.runtime.errors import JobExecutionError
+from lockgate.runtime.jobmaster.savepoints import SavepointError
 
 SPLITS = 2
 
@@ -90,3 +93,23 @@ def test_a_path_that_is_not_a_savepoint_is_refused(make_env, tmp_path, path, mes
     build_job(env, tmp_path / "out", SPLITS)
     with pytest.raises(JobExecutionError, match=message):
         env.execute("from no savepoint")
+
+
+def test_a_savepoint_of_keys_without_a_portable_encoding_fails_and_the_job_goes_on(
+    make_env, tmp_path
+):
+    env = checkpointed_env(make_env, tmp_path / "checkpoints", 2)
+    (
+        env.from_collection([(0, i) for i in range(40)])
+        .key_by(lambda r: OpaqueKey(r[1] % 4))
+        .process(CountPerKey())
+        .uid("opaque-counts")
+        .sink_to(file_sink(tmp_path / "out"))
+    )
+    master = env._job_master("opaque keys")
+    future = master.trigger_savepoint(str(tmp_path / "savepoints"))
+    assert [r.stats.epoch for r in master.run() if r.stats is not None] == [1]
+    with pytest.raises(SavepointError, match=r"opaque-counts.*state 'count'.*OpaqueKey"):
+        future.result(timeout=0)
+    target = tmp_path / "savepoints"
+    assert not target.exists() or list(target.iterdir()) == []  # the failed one is gone

@@ -56,6 +56,7 @@ class SubtaskAck:
     duration_ms: float
     consumed: dict[str, str]  # input channel (edge/sender) -> attempt whose output it read
     savepoint: CanonicalManifest | None = None  # keyed subtasks in a savepoint's epoch
+    savepoint_error: str | None = None  # why its state could not go into the savepoint
 
     def to_json(self) -> dict[str, Any]:
         return envelope(
@@ -73,6 +74,7 @@ class SubtaskAck:
                 },
                 "state": self.state.to_json() if self.state is not None else None,
                 "savepoint": self.savepoint.to_json() if self.savepoint is not None else None,
+                "savepoint_error": self.savepoint_error,
                 "operators": self.operators,
                 "watermarks": self.watermarks,
                 "next_timer_ms": self.next_timer_ms,
@@ -109,6 +111,7 @@ class SubtaskAck:
                 if savepoint is not None
                 else None
             ),
+            savepoint_error=field(body, "savepoint_error", (str, type(None)), where),
             operators=field(body, "operators", dict, where),
             watermarks=watermarks_field(body, where),
             next_timer_ms=field(body, "next_timer_ms", (int, type(None)), where),

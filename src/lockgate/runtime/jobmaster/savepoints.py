@@ -84,6 +84,10 @@ def complete(
 ) -> None:
     """Write the savepoint of the accepted ``epoch`` and resolve the request."""
     assert request.directory is not None
+    errors = [a.savepoint_error for a in acks if a.savepoint_error is not None]
+    if errors:
+        fail(request, SavepointError(errors[0]))
+        return
     keyed = {(a.vertex, a.subtask): a.savepoint for a in acks if a.savepoint is not None}
     body = CheckpointMetadata(job_id, checkpoint_id, epoch, state.checkpoint_operators(keyed))
     url = complete_savepoint(request.directory, body)

@@ -31,6 +31,7 @@ from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescr
 from lockgate.runtime.taskexecutor.host_protocol import EpochDone, EpochStart, HostRequest
 from lockgate.runtime.taskexecutor.subtask import Subtask
 from lockgate.runtime.taskexecutor.watermarks import ChannelEnd
+from lockgate.state.canonical_snapshot import CanonicalKeyError
 
 log = logging.getLogger("lockgate")
 
@@ -163,9 +164,12 @@ class SubtaskHost:
         )
         outputs = self._drain(subtask)
         state = subtask.snapshot_state(Storage(task.state_url), epoch.version, task.checkpoint)
-        savepoint = None
+        savepoint = savepoint_error = None
         if task.savepoint_url is not None:
-            savepoint = subtask.savepoint_state(Storage(task.savepoint_url), epoch.version)
+            try:
+                savepoint = subtask.savepoint_state(Storage(task.savepoint_url), epoch.version)
+            except CanonicalKeyError as exc:  # the savepoint fails, not the job
+                savepoint_error = str(exc)
         operator_states = subtask.snapshot_operator_states()
         if task.inject_failure:
             raise InjectedFailure(
@@ -182,6 +186,7 @@ class SubtaskHost:
             source_progress=epoch.progress,
             state=state,
             savepoint=savepoint,
+            savepoint_error=savepoint_error,
             operators=operator_states,
             watermarks=subtask.watermarks(),
             next_timer_ms=subtask.next_processing_time(),
