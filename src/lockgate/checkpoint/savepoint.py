@@ -39,6 +39,7 @@ def complete_savepoint(directory: Storage, body: CheckpointMetadata) -> str:
     for relative in _files(directory):
         if relative not in keep:
             directory.remove(relative)
+            directory.prune(relative.rpartition("/")[0])
     directory.write_bytes(METADATA, metadata.encode(body))
     return directory.url
 

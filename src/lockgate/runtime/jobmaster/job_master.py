@@ -142,8 +142,7 @@ class JobMaster:
         target = directory or self.settings.savepoint_dir
         if target is None:
             raise SavepointError(
-                "no savepoint directory: pass one, or set "
-                f"'{options.SAVEPOINT_DIR.key}' (or env.set_default_savepoint_directory)"
+                f"no savepoint directory: pass one, or set '{options.SAVEPOINT_DIR.key}'"
             )
         return self.savepoints.add(SavepointRequest(target, stop, drain))
 

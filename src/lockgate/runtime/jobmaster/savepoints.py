@@ -90,7 +90,11 @@ def complete(
         return
     keyed = {(a.vertex, a.subtask): a.savepoint for a in acks if a.savepoint is not None}
     body = CheckpointMetadata(job_id, checkpoint_id, epoch, state.checkpoint_operators(keyed))
-    url = complete_savepoint(request.directory, body)
+    try:
+        url = complete_savepoint(request.directory, body)
+    except OSError as exc:  # the epoch stands: only the savepoint fails
+        fail(request, SavepointError(f"its _metadata could not be written: {exc}"))
+        return
     log.warning("job %s: savepoint of epoch %d completed at %s", job_id, epoch, url)
     request.future.set_result(url)
 
