@@ -73,7 +73,8 @@ from lockgate.state.ttl import (
 
 _PREFIX = struct.Struct(">HH")  # key group, state id
 _GROUP = struct.Struct(">H")
-_PAIR = encode_key((0, 0))[:5]  # how encode_key starts a 2-tuple: (key, namespace)
+# encode_key((key, namespace)) is a tuple head, then the two encodings one after the other
+_PAIR_HEAD = len(encode_key((0, 0))) - 2 * len(encode_key(0))
 # The registry's key names the version of key_codec's encodings the keys were written
 # with, as lookups must encode alike: 2 gave dates, times, timedeltas and enums encodings of
 # their own (1, whose registry key had no suffix, pickled them).
@@ -627,7 +628,7 @@ class RocksDBKeyedStateBackend:
             else:
                 # a namespaced state's key is encode_key((key, namespace)): skip the pair's
                 # head; what follows the key (namespace, map key) is the sub as it stands
-                start = _PREFIX.size + (len(_PAIR) if form.namespaced else 0)
+                start = _PREFIX.size + (_PAIR_HEAD if form.namespaced else 0)
                 key, end = decode_key_prefix(db_key, start)
                 add(out, portable_key(key, name), db_key[end:], iterator.value())
             iterator.next()

@@ -73,17 +73,15 @@ class EpochPlanner:
         ending = _ending(enumerators)
         if savepoint is not None and savepoint.drain:
             ending = frozenset(enumerators)  # event time ends for every source
-        end_of_input = len(ending) == len(enumerators)
-        stop = savepoint is not None and savepoint.stop
-        checkpoint = self.coordinator.due(end_of_input or stop) or (
-            savepoint is not None and self.settings.checkpoint.enabled
-        )
+        # The last epoch and a savepoint's are checkpoints whenever checkpointing is on
+        checkpoint = self.coordinator.due(len(ending) == len(enumerators) or savepoint is not None)
         if checkpoint:
             self.coordinator.triggered()
         frame = self._frame(state.epoch + 1, generation, ending, checkpoint, assignments)
         if savepoint is not None:
             assert savepoint.directory is not None
-            frame = replace(frame, last=frame.last or stop, savepoint_url=savepoint.directory.url)
+            last = frame.last or savepoint.stop
+            frame = replace(frame, last=last, savepoint_url=savepoint.directory.url)
         restores = {
             vertex.id: [restore.encode() for restore in state.restore_for(vertex, frame.run)]
             for vertex in self.job.vertices
@@ -157,15 +155,16 @@ class EpochPlanner:
         ends with it."""
         self.tries += 1
         tag = f"e{epoch}-g{generation}t{self.tries}"
+        end_of_input = len(ending) == len(self.job.sources)
         return EpochPlan(
             epoch=epoch,
             generation=generation,
             run=run_id(self.settings.job_id, generation),
             tag=tag,
             ack_dir=f"epochs/{tag}",
-            end_of_input=len(ending) == len(self.job.sources),
+            end_of_input=end_of_input,
             sources_ending=ending,
-            last=len(ending) == len(self.job.sources),
+            last=end_of_input,
             savepoint_url=None,
             checkpoint=checkpoint,
             inject_failure=self.injector.take("after-snapshot-before-ack", epoch),

@@ -211,6 +211,14 @@ class JobState:
                 continue
             where = f"checkpoint {path}: operator '{node.name}' (uid '{uid}')"
             keyed = node is vertex.head and vertex.keyed
+            written_by = {s.keyed.backend for s in operator.subtasks if s.keyed} if keyed else set()
+            if written_by - {self.backend, manifests.CANONICAL}:
+                raise CheckpointFormatError(
+                    f"{where}: its state was written by the {', '.join(sorted(written_by))} "
+                    f"state backend, but the job uses the {self.backend} backend; a "
+                    "checkpoint restores only into the backend that wrote it (switching "
+                    "backends needs a savepoint)"
+                )
             assigned = assign_state(operator, node.parallelism, node.max_parallelism, keyed, where)
             for index, subtask in enumerate(assigned):
                 if subtask.operator_state is not None:
@@ -224,20 +232,9 @@ class JobState:
                 if watermark is not None:
                     self.watermarks[vertex.id].setdefault(index, {})[uid] = watermark
                 if subtask.keyed is not None and not subtask.keyed.is_empty():
-                    written_by = subtask.keyed.backend
-                    if written_by not in (self.backend, manifests.CANONICAL) and not (
-                        written_by == manifests.ROCKSDB_RESCALE
-                        and self.backend == manifests.ROCKSDB
-                    ):
-                        raise CheckpointFormatError(
-                            f"{where}: its state was written by the {written_by} state "
-                            f"backend, but the job uses the {self.backend} backend; a "
-                            "checkpoint restores only into the backend that wrote it "
-                            "(switching backends needs a savepoint)"
-                        )
                     self.manifests[vertex.id][index] = subtask.keyed
-                    if written_by != self.backend:
-                        claimed = False  # the files are not in this backend's own form
+                    if subtask.keyed.backend != self.backend:
+                        claimed = False  # a savepoint's, or several old subtasks' instances
             if node.is_source and operator.coordinator_state is not None:
                 where = f"checkpoint {path}: the split enumerator of '{node.name}' (uid '{uid}')"
                 try:

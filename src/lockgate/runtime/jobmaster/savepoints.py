@@ -56,10 +56,6 @@ class PendingSavepoints:
         with self._lock:
             return self._pending.pop(0) if self._pending else None
 
-    def stopping(self) -> bool:
-        with self._lock:
-            return any(r.stop for r in self._pending)
-
     def close(self, reason: str) -> None:
         """No more savepoints: those waiting fail with ``reason``."""
         with self._lock:

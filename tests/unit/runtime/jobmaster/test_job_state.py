@@ -397,3 +397,15 @@ def test_a_resumed_job_starts_without_the_end_of_time_watermark(foreign, kept):
     state = JobState(graph, "hashmap")
     state.restore(checkpoint, PATH, ignore_unclaimed=False, foreign=foreign)
     assert state.watermarks[vertex(graph, "counter").id].get(0, {}).get("counter") == kept
+
+
+@pytest.mark.parametrize("parallelism", [2, 3])
+def test_a_checkpoint_restores_only_into_the_backend_that_wrote_it(parallelism):
+    body = checkpoint_of(state_after_two_epochs(job(2, 128)))
+    state = JobState(job(parallelism, 128), "rocksdb")
+    with pytest.raises(
+        CheckpointFormatError,
+        match=r"'counter'\): its state was written by "
+        r"the hashmap state backend, but the job uses the rocksdb backend",
+    ):
+        state.restore(body, PATH, ignore_unclaimed=False)

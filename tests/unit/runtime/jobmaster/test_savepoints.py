@@ -21,7 +21,6 @@ def test_requests_are_taken_in_order_and_fail_once_the_job_ends():
     second = SavepointRequest("/b", stop=True, drain=False)
     pending.add(first)
     pending.add(second)
-    assert pending.stopping()
     assert pending.take() is first
     pending.close("job 1 is finished")
     with pytest.raises(SavepointError, match="job 1 is finished"):
