@@ -33,7 +33,6 @@ from lockgate.datastream.functions import (
     WindowFunction,
 )
 from lockgate.datastream.stream_execution_environment import (
-    JobExecutionResult,
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
 )
@@ -67,7 +66,6 @@ __all__ = [
     "FilterFunction",
     "FlatMapFunction",
     "GlobalWindow",
-    "JobExecutionResult",
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",

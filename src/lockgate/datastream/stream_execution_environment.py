@@ -9,9 +9,10 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
-from lockgate.checkpoint.coordinator import CheckpointStats
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
+from lockgate.common.job_client import JobClient
+from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.restart_strategy import RestartStrategyConfiguration
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.connectors.collection import CollectionSource
@@ -21,8 +22,8 @@ from lockgate.datastream.state_backend import StateBackend
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.graph.transformations import Transformation
 from lockgate.runtime.jobmaster.job_master import JobMaster
+from lockgate.runtime.jobmaster.job_runner import JobRunner
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.job_summary import EpochStats
 from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 from lockgate.runtime.source import Source
 
@@ -31,44 +32,6 @@ class RuntimeExecutionMode(Enum):
     STREAMING = "STREAMING"
     BATCH = "BATCH"
     AUTOMATIC = "AUTOMATIC"
-
-
-class JobExecutionResult:
-    """What ``execute`` returns: job id, run time, per-epoch and per-checkpoint figures."""
-
-    def __init__(
-        self,
-        job_id: str,
-        job_name: str,
-        net_runtime_ms: int,
-        epochs: list[EpochStats],
-        checkpoints: list[CheckpointStats],
-        restarts: int,
-    ):
-        self._job_id = job_id
-        self.job_name = job_name
-        self._net_runtime_ms = net_runtime_ms
-        self.epochs = epochs
-        self.checkpoints = checkpoints
-        self.restarts = restarts
-
-    def get_job_id(self) -> str:
-        return self._job_id
-
-    def get_net_runtime(self) -> int:
-        return self._net_runtime_ms
-
-    def get_accumulator_result(self, name: str) -> Any:
-        return None
-
-    def get_all_accumulator_results(self) -> dict[str, Any]:
-        return {}
-
-    def __repr__(self) -> str:
-        return (
-            f"JobExecutionResult(job_id={self._job_id}, net_runtime={self._net_runtime_ms} ms, "
-            f"epochs={len(self.epochs)})"
-        )
 
 
 class StreamExecutionEnvironment:
@@ -151,6 +114,15 @@ class StreamExecutionEnvironment:
         self.configure(settings)
         return self
 
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
+        """Where savepoints go when a ``JobClient`` asks for one without a directory (the
+        setting ``execution.checkpointing.savepoint-dir``)."""
+        self.configure(Configuration().set_string(options.SAVEPOINT_DIR.key, directory))
+        return self
+
+    def get_default_savepoint_directory(self) -> str | None:
+        return options.SAVEPOINT_DIR.read(self._config.to_dict()) or None
+
     def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
         for key, value in state_backend.configuration().items():
             self._config.set_string(key, value)
@@ -218,19 +190,19 @@ class StreamExecutionEnvironment:
         return JobMaster(session, job, settings)
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
+        """Run the job to its end in this thread."""
         master = self._job_master(job_name)
         for _ in master.run():
             pass
-        summary = master.summary
-        runtime_ms = int(((summary.finished or 0) - summary.started) * 1000)
-        return JobExecutionResult(
-            summary.job_id,
-            summary.job_name,
-            runtime_ms,
-            list(summary.epochs),
-            summary.checkpoints,
-            summary.restarts,
-        )
+        return master.summary.execution_result()
+
+    def execute_async(self, job_name: str = "lockgate job") -> JobClient:
+        """Start the job on a thread of this process and return its handle at once; bad
+        configuration fails here, before the job starts. A job still running when the
+        interpreter exits is cancelled after its running epoch."""
+        runner = JobRunner(self._job_master(job_name))
+        runner.start()
+        return JobClient(runner)
 
     def _execute_collect(self, job_name: str | None) -> CloseableIterator:
         master = self._job_master(job_name)

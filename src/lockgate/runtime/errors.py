@@ -35,3 +35,7 @@ class InjectedFailure(RuntimeError):
 class InjectedStorageFailure(OSError):
     """A storage failure injected by lockgate's own fault-tolerance tests (an ``OSError``,
     so it takes the path of a real one)."""
+
+
+class JobCancellationError(JobExecutionError):
+    """The result of a job that was cancelled (Flink's JobCancellationException)."""

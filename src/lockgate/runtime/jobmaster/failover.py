@@ -79,6 +79,7 @@ class Failover:
         self.release_run = release_run  # ends a run's subtasks where they live
         self.generation = 0  # bumped by every restore
         self.resumed_from: CompletedCheckpoint | None = None  # execution.state-recovery.path
+        self.restarting = False  # between a failure and the end of its restore
 
     def resume(self, path: str) -> None:
         """Start from the checkpoint or savepoint at ``path`` (another job's). One that
@@ -99,6 +100,13 @@ class Failover:
 
     def recover(self, restore: Callable[[], None], failure: BaseException | None = None) -> None:
         """Ask the restart strategy, then restore; a failed restore is a failure too."""
+        self.restarting = failure is not None
+        try:
+            self._recover(restore, failure)
+        finally:
+            self.restarting = False
+
+    def _recover(self, restore: Callable[[], None], failure: BaseException | None) -> None:
         restart = self.settings.restart
         while True:
             if failure is not None:

@@ -126,6 +126,11 @@ class JobMaster:
         )
 
     @property
+    def finished(self) -> bool:
+        """The job read its sources to their end (or stopped with a savepoint)."""
+        return self._finished
+
+    @property
     def checkpointing(self) -> CheckpointSettings:
         return self.settings.checkpoint
 
@@ -142,7 +147,8 @@ class JobMaster:
         target = directory or self.settings.savepoint_dir
         if target is None:
             raise SavepointError(
-                f"no savepoint directory: pass one, or set '{options.SAVEPOINT_DIR.key}'"
+                f"no savepoint directory: pass one, set '{options.SAVEPOINT_DIR.key}', or call "
+                "env.set_default_savepoint_directory()"
             )
         return self.savepoints.add(SavepointRequest(target, stop, drain))
 

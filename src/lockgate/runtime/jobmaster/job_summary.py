@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.checkpoint.coordinator import CheckpointStats
+from lockgate.common.job_execution_result import JobExecutionResult
+from lockgate.common.job_id import JobID
 
 
 @dataclass
@@ -37,3 +39,14 @@ class JobSummary:
     restarts: int = 0
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
+
+    def execution_result(self) -> JobExecutionResult:
+        runtime_ms = int(((self.finished or 0) - self.started) * 1000)
+        return JobExecutionResult(
+            JobID(self.job_id),
+            self.job_name,
+            runtime_ms,
+            list(self.epochs),
+            self.checkpoints,
+            self.restarts,
+        )

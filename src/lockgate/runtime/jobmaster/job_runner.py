@@ -1,0 +1,104 @@
+"""A job run on a thread of the driver (``execute_async``): its status, its result, and
+cancellation and savepoints asked for from any thread."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from concurrent.futures import Future
+
+from lockgate.common.job_execution_result import JobExecutionResult
+from lockgate.common.job_status import JobStatus
+from lockgate.runtime.errors import JobCancellationError, JobExecutionError
+from lockgate.runtime.jobmaster.job_master import JobMaster
+from lockgate.runtime.jobmaster.savepoints import SavepointError
+
+log = logging.getLogger("lockgate")
+
+# How long a job that still runs when the interpreter exits gets to stop after its epoch:
+# its thread dies with the interpreter, which would leave the epoch's staged files to the
+# next run's cleanup.
+_EXIT_GRACE_S = 60.0
+
+
+class JobRunner:
+    def __init__(self, master: JobMaster):
+        self.master = master
+        self.job_id = master.settings.job_id
+        self.result: Future[JobExecutionResult] = Future()
+        self._ended: Future[JobStatus] = Future()
+        self._lock = threading.Lock()
+        self._cancelling = False
+        self._thread = threading.Thread(
+            target=self._run, name=f"lockgate-job-{self.job_id}", daemon=True
+        )
+
+    def start(self) -> None:
+        atexit.register(self._stop_at_exit)
+        self._thread.start()
+
+    def status(self) -> JobStatus:
+        if self._ended.done():
+            return self._ended.result()
+        with self._lock:
+            if self._cancelling:
+                return JobStatus.CANCELLING
+        if not self._thread.is_alive():
+            return JobStatus.CREATED
+        return JobStatus.RESTARTING if self.master.failover.restarting else JobStatus.RUNNING
+
+    def cancel(self) -> Future[None]:
+        """Stop after the running epoch; the future completes once the job is cancelled,
+        and fails if it ended otherwise."""
+        with self._lock:
+            self._cancelling = not self._ended.done()
+        if self._cancelling:
+            self.master.cancel()
+        cancelled: Future[None] = Future()
+
+        def ended(status: Future[JobStatus]) -> None:
+            if status.result() is JobStatus.CANCELED:
+                cancelled.set_result(None)
+            else:
+                cancelled.set_exception(
+                    JobExecutionError(
+                        f"job {self.job_id} was not cancelled: it is {status.result().name}"
+                    )
+                )
+
+        self._ended.add_done_callback(ended)
+        return cancelled
+
+    def trigger_savepoint(self, directory: str | None, stop: bool, drain: bool) -> Future[str]:
+        try:
+            return self.master.trigger_savepoint(directory, stop, drain)
+        except SavepointError as exc:
+            failed: Future[str] = Future()
+            failed.set_exception(exc)
+            return failed
+
+    def _run(self) -> None:
+        # the status goes first: who sees the result sees the status it ended with
+        try:
+            for _ in self.master.run():
+                pass
+        except BaseException as exc:
+            self._ended.set_result(JobStatus.FAILED)
+            self.result.set_exception(exc)
+            return
+        finally:
+            atexit.unregister(self._stop_at_exit)
+        if self.master.finished:
+            self._ended.set_result(JobStatus.FINISHED)
+            self.result.set_result(self.master.summary.execution_result())
+        else:
+            self._ended.set_result(JobStatus.CANCELED)
+            self.result.set_exception(JobCancellationError(f"job {self.job_id} was cancelled"))
+
+    def _stop_at_exit(self) -> None:
+        if self._ended.done():
+            return
+        log.warning("the interpreter exits while job %s runs: cancelling it", self.job_id)
+        self.cancel()
+        self._thread.join(_EXIT_GRACE_S)
