@@ -280,6 +280,16 @@ def run_until_failure(make_env, tmp_path: Path, parallelism: int, fail_epoch: in
     return only_job_dir(checkpoints)
 
 
+def stop_with_savepoint_at_first_epoch(env, target, name="first run"):
+    """Run the job for one epoch, which ends it with a savepoint: the request is there
+    before the loop starts, so it goes with the first epoch planned."""
+    master = env._job_master(name)
+    future = master.trigger_savepoint(str(target), stop=True)
+    epochs = [result.stats.epoch for result in master.run() if result.stats is not None]
+    assert len(epochs) == 1, epochs
+    return future.result(timeout=0)
+
+
 def recovery_settings(path: Path, **extra: str) -> dict[str, str]:
     return {"execution.state-recovery.path": str(path), **extra}
 

@@ -16,6 +16,7 @@ from exactly_once_job import (
     checkpointed_env,
     file_sink,
     recovery_settings,
+    stop_with_savepoint_at_first_epoch,
 )
 from lockgate_it_support import BACKENDS, OpaqueKey
 
@@ -23,16 +24,6 @@ from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster.savepoints import SavepointError
 
 SPLITS = 2
-
-
-def stop_with_savepoint_at_first_epoch(env, target, name="first run"):
-    """Run the job until its first epoch, which ends it with a savepoint: the request is
-    there before the loop starts, so it goes with the first epoch planned."""
-    master = env._job_master(name)
-    future = master.trigger_savepoint(str(target), stop=True)
-    epochs = [result.stats.epoch for result in master.run() if result.stats is not None]
-    assert epochs == [1]
-    return future.result(timeout=0)
 
 
 @BACKENDS

@@ -22,13 +22,17 @@ from typing import Any
 from lockgate.common.records import RecordFormatError, field
 from lockgate.state import manifests
 from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
+from lockgate.state.operator_state_handle import OperatorStateHandle
 
 FORMAT = "lockgate-checkpoint"
-VERSION = 3
+VERSION = 4
 _OLDER_VERSIONS = {
     1: "kept state per chain of operators, not per operator uid",
 }
-_WITHOUT_WATERMARKS = 2  # read as this version with no watermark yet in any operator
+# Read as this version: 2 with no watermark yet in any operator, 2 and 3 with no operator
+# state (user functions had none before version 4)
+_WITHOUT_WATERMARKS = 2
+_WITHOUT_MANAGED_STATE = 3
 
 
 class CheckpointFormatError(ValueError):
@@ -42,6 +46,8 @@ class OperatorSubtaskState:
     keyed: KeyedStateManifest | None  # of a keyed operator
     key_groups: tuple[int, int] | None  # inclusive key-group range of a keyed operator
     watermark: int | None = None  # the operator's event time (None: none yet)
+    # the operator state of its user function (list, union and broadcast state)
+    managed: OperatorStateHandle | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +56,7 @@ class OperatorSubtaskState:
             "keyed": self.keyed.to_json() if self.keyed is not None else None,
             "key_groups": list(self.key_groups) if self.key_groups is not None else None,
             "watermark": self.watermark,
+            "managed": self.managed.to_json() if self.managed is not None else None,
         }
 
     @staticmethod
@@ -64,12 +71,14 @@ class OperatorSubtaskState:
         keyed: dict[str, Any] | None = field(raw, "keyed", (dict, type(None)), where)
         if "operator_state" not in raw:
             raise RecordFormatError(f"{where} lacks the field 'operator_state'")
+        managed: dict[str, Any] | None = field(raw, "managed", (dict, type(None)), where)
         return OperatorSubtaskState(
             field(raw, "index", int, where),
             raw["operator_state"],
             manifest_from_json(keyed, where) if keyed is not None else None,
             (key_groups[0], key_groups[1]) if key_groups is not None else None,
             field(raw, "watermark", (int, type(None)), where),
+            OperatorStateHandle.from_json(managed, where) if managed is not None else None,
         )
 
 
@@ -146,6 +155,8 @@ class CheckpointMetadata:
             for subtask in operator.subtasks:
                 if subtask.keyed:
                     yield from manifests.urls(subtask.keyed)
+                if subtask.managed:
+                    yield subtask.managed.file
 
     def map_files(self, mapping: Callable[[str], str]) -> CheckpointMetadata:
         """A copy with every state file path passed through ``mapping``."""
@@ -153,7 +164,11 @@ class CheckpointMetadata:
             uid: replace(
                 operator,
                 subtasks=tuple(
-                    replace(s, keyed=s.keyed.map_urls(mapping)) if s.keyed else s
+                    replace(
+                        s,
+                        keyed=s.keyed.map_urls(mapping) if s.keyed else None,
+                        managed=s.managed.map_url(mapping) if s.managed else None,
+                    )
                     for s in operator.subtasks
                 ),
             )
@@ -188,7 +203,7 @@ def decode(data: bytes, path: str) -> CheckpointMetadata:
     if not isinstance(envelope, dict) or envelope.get("format") != FORMAT:
         raise CheckpointFormatError(f"{path} is not a lockgate checkpoint metadata file")
     version = envelope.get("version")
-    if version not in (VERSION, _WITHOUT_WATERMARKS):
+    if version not in (VERSION, _WITHOUT_WATERMARKS, _WITHOUT_MANAGED_STATE):
         why = _OLDER_VERSIONS.get(version) if isinstance(version, int) else None
         older = f" (an older lockgate's, which {why})" if why else ""
         raise CheckpointFormatError(
@@ -203,16 +218,17 @@ def decode(data: bytes, path: str) -> CheckpointMetadata:
             f"checkpoint metadata {path} fails its checksum: the file was altered or damaged"
         )
     if version == _WITHOUT_WATERMARKS:
-        body = _with_watermarks(body)
+        body = _with_subtask_default(body, "watermark", None)
+    if version in (_WITHOUT_WATERMARKS, _WITHOUT_MANAGED_STATE):
+        body = _with_subtask_default(body, "managed", None)
     try:
         return CheckpointMetadata.from_json(body, f"checkpoint metadata {path}")
     except RecordFormatError as exc:
         raise CheckpointFormatError(str(exc)) from None
 
 
-def _with_watermarks(body: dict[str, Any]) -> dict[str, Any]:
-    """A version-2 body as version 3: every subtask without a watermark yet (version 2 ran
-    no event time)."""
+def _with_subtask_default(body: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
+    """``body`` with field ``name`` of every subtask entry that lacks it set to ``value``."""
     operators = body.get("operators")
     if not isinstance(operators, dict):
         return body  # from_json names what is wrong
@@ -220,7 +236,7 @@ def _with_watermarks(body: dict[str, Any]) -> dict[str, Any]:
     for uid, operator in operators.items():
         if isinstance(operator, dict) and isinstance(operator.get("subtasks"), list):
             subtasks = [
-                {"watermark": None, **s} if isinstance(s, dict) else s for s in operator["subtasks"]
+                {name: value, **s} if isinstance(s, dict) else s for s in operator["subtasks"]
             ]
             operator = {**operator, "subtasks": subtasks}
         upgraded[uid] = operator

@@ -7,6 +7,8 @@ per-subtask state of the built-in operators starts over, as Flink's watermark ge
 do: a source's split watermarks, an assigner's highest timestamp, a sink's part counter (a
 sink's pending committables are committed by the restore itself). An operator's watermark
 becomes the lowest of its old subtasks', so that nothing that was on time becomes late.
+The operator state of user functions is redistributed by its mode
+(``operator_state_repartitioner``), at the same parallelism too: union state goes to all.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.checkpoint.metadata import CheckpointFormatError, OperatorState
+from lockgate.checkpoint.operator_state_repartitioner import repartition
 from lockgate.state.key_groups import KeyGroupRange, key_group_range
 from lockgate.state.manifests import (
     KeyedStateManifest,
@@ -22,6 +25,7 @@ from lockgate.state.manifests import (
     RocksDBManifest,
     RocksDBRescaleManifest,
 )
+from lockgate.state.operator_state_handle import OperatorStatePart
 from lockgate.state.snapshot import GroupHandle
 
 
@@ -30,6 +34,7 @@ class SubtaskStateAssignment:
     keyed: KeyedStateManifest | None
     operator_state: Any  # JSON, or None
     watermark: int | None
+    managed: list[OperatorStatePart]  # of its user function's operator state
 
 
 def assign_state(
@@ -49,10 +54,11 @@ def assign_state(
             f"{where} lists subtasks {[s.index for s in subtasks]} for parallelism "
             f"{operator.parallelism}"
         )
+    managed = repartition([s.managed for s in subtasks], parallelism, where)
     if parallelism == operator.parallelism:
         return [
-            SubtaskStateAssignment(s.keyed if keyed else None, s.operator_state, s.watermark)
-            for s in subtasks
+            SubtaskStateAssignment(s.keyed if keyed else None, s.operator_state, s.watermark, parts)
+            for s, parts in zip(subtasks, managed, strict=True)
         ]
     watermarks = [s.watermark for s in subtasks]
     watermark = None if None in watermarks else min(w for w in watermarks if w is not None)
@@ -61,7 +67,7 @@ def assign_state(
     for index in range(parallelism):
         key_groups = key_group_range(max_parallelism, parallelism, index)
         manifest = _rescaled(keyed_parts, key_groups) if keyed_parts else None
-        assignments.append(SubtaskStateAssignment(manifest, None, watermark))
+        assignments.append(SubtaskStateAssignment(manifest, None, watermark, managed[index]))
     return assignments
 
 

@@ -10,6 +10,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
+from lockgate.datastream.state import OperatorStateStore
+from lockgate.runtime.taskexecutor.context import (
+    FunctionInitializationContext as RuntimeFunctionInitializationContext,
+)
+from lockgate.runtime.taskexecutor.context import (
+    FunctionSnapshotContext as RuntimeFunctionSnapshotContext,
+)
 from lockgate.runtime.taskexecutor.context import (
     KeyedProcessContext,
     OnTimerContext,
@@ -80,6 +87,50 @@ class Function(ABC):
 
     def close(self) -> None:
         pass
+
+
+class FunctionInitializationContext(ABC):
+    @abstractmethod
+    def is_restored(self) -> bool:
+        """Whether the subtask starts from saved state (a checkpoint, a savepoint, or the
+        previous epoch's state, rebuilt on another worker) rather than from nothing."""
+
+    @abstractmethod
+    def get_restored_checkpoint_id(self) -> int | None: ...
+
+    @abstractmethod
+    def get_operator_state_store(self) -> OperatorStateStore: ...
+
+    @abstractmethod
+    def get_keyed_state_store(self) -> RuntimeContext | None:
+        """Keyed state, on a keyed stream (None elsewhere)."""
+
+
+FunctionInitializationContext.register(RuntimeFunctionInitializationContext)
+
+
+class FunctionSnapshotContext(ABC):
+    @abstractmethod
+    def get_checkpoint_id(self) -> int: ...
+
+    @abstractmethod
+    def get_checkpoint_timestamp(self) -> int: ...
+
+
+FunctionSnapshotContext.register(RuntimeFunctionSnapshotContext)
+
+
+class CheckpointedFunction(ABC):
+    """Operator state for any function (Flink's CheckpointedFunction, beyond PyFlink): mix
+    it into a map, process, sink or other function. ``initialize_state`` runs once per
+    subtask before ``open``, with the state restored; ``snapshot_state`` runs at the end of
+    every epoch, before the state is saved, to put what the function holds into it."""
+
+    @abstractmethod
+    def snapshot_state(self, context: FunctionSnapshotContext) -> None: ...
+
+    @abstractmethod
+    def initialize_state(self, context: FunctionInitializationContext) -> None: ...
 
 
 class MapFunction(Function):

@@ -10,14 +10,16 @@ attempts whose shuffle output the accepted receivers read (``consumed``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 from lockgate.runtime.source import SplitProgress
 from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
+from lockgate.state.operator_state_handle import OperatorStateHandle
 
 FORMAT = "lockgate-subtask-ack"
-VERSION = 5
+VERSION = 6
 
 
 def watermarks_field(raw: dict[str, Any], where: str) -> dict[str, int]:
@@ -57,6 +59,9 @@ class SubtaskAck:
     consumed: dict[str, str]  # input channel (edge/sender) -> attempt whose output it read
     savepoint: CanonicalManifest | None = None  # keyed subtasks in a savepoint's epoch
     savepoint_error: str | None = None  # why its state could not go into the savepoint
+    # operator uid -> the operator state of its function: the live one, the savepoint's
+    managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)
+    savepoint_managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return envelope(
@@ -82,6 +87,10 @@ class SubtaskAck:
                 "location": self.location,
                 "duration_ms": self.duration_ms,
                 "consumed": self.consumed,
+                "managed": {uid: h.to_json() for uid, h in self.managed.items()},
+                "savepoint_managed": {
+                    uid: h.to_json() for uid, h in self.savepoint_managed.items()
+                },
             },
         )
 
@@ -119,6 +128,8 @@ class SubtaskAck:
             location=field(body, "location", str, where),
             duration_ms=float(field(body, "duration_ms", (int, float), where)),
             consumed=consumed,
+            managed=_handles(body, "managed", where),
+            savepoint_managed=_handles(body, "savepoint_managed", where),
         )
 
     def check(self, vertex: int, subtask: int, epoch: int, run: str, where: str) -> None:
@@ -131,3 +142,10 @@ class SubtaskAck:
                 f"of run {found[3]}, not vertex {vertex} subtask {subtask} epoch {epoch} of "
                 f"run {run}"
             )
+
+
+def _handles(body: dict[str, Any], name: str, where: str) -> dict[str, OperatorStateHandle]:
+    return {
+        uid: OperatorStateHandle.from_json(raw, f"{where}, {name} of {uid!r}")
+        for uid, raw in field(body, name, dict, where).items()
+    }

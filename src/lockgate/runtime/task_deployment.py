@@ -17,12 +17,13 @@ from lockgate.common.records import RecordFormatError, envelope, field, open_env
 from lockgate.runtime.acknowledgement import watermarks_field
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
+from lockgate.state.operator_state_handle import OperatorStatePart
 from lockgate.state.rocksdb import RocksDBSettings
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
 DESCRIPTOR_VERSION = 3
-RESTORE_VERSION = 2
+RESTORE_VERSION = 3
 
 
 def _load(data: bytes, where: str) -> Any:
@@ -180,6 +181,8 @@ class SubtaskRestore:
     operators: dict[str, Any]  # operator uid -> operator state
     watermarks: dict[str, int]  # operator uid -> watermark
     claimed: bool  # false: the keyed files belong to another job's checkpoint (NO_CLAIM)
+    managed: dict[str, list[OperatorStatePart]]  # operator uid -> its operator state
+    restored_epoch: int | None  # the epoch the state is of (None: the start of the job)
 
     def encode(self) -> bytes:
         body = {
@@ -191,6 +194,10 @@ class SubtaskRestore:
             "operators": self.operators,
             "watermarks": self.watermarks,
             "claimed": self.claimed,
+            "managed": {
+                uid: [part.to_json() for part in parts] for uid, parts in self.managed.items()
+            },
+            "restored_epoch": self.restored_epoch,
         }
         document = envelope(RESTORE_FORMAT, RESTORE_VERSION, body)
         return json.dumps(document, separators=(",", ":")).encode()
@@ -211,6 +218,14 @@ class SubtaskRestore:
             operators=field(body, "operators", dict, where),
             watermarks=watermarks_field(body, where),
             claimed=field(body, "claimed", bool, where),
+            managed={
+                uid: [
+                    OperatorStatePart.from_json(part, f"{where}, operator state of {uid!r}")
+                    for part in parts
+                ]
+                for uid, parts in field(body, "managed", dict, where).items()
+            },
+            restored_epoch=field(body, "restored_epoch", (int, type(None)), where),
         )
         if (restore.vertex, restore.subtask, restore.run) != (vertex, subtask, run):
             raise RecordFormatError(

@@ -435,7 +435,7 @@ def test_a_metadata_of_an_unknown_version_is_reported(tmp_path, clock):
     coordinator = make(tmp_path)
     coordinator.complete(1, body_with(), clock.now, 0)
     meta = tmp_path / "checkpoints" / JOB / "chk-1" / "_metadata"
-    meta.write_bytes(meta.read_bytes().replace(b'"version":3', b'"version":7'))
+    meta.write_bytes(meta.read_bytes().replace(b'"version":4', b'"version":7'))
     with pytest.raises(CheckpointFormatError, match="version 7") as info:
         load_checkpoint(str(meta))
     assert str(meta) in str(info.value)

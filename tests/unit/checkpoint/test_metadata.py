@@ -18,6 +18,7 @@ from lockgate.checkpoint.metadata import (
     encode,
 )
 from lockgate.state.manifests import HeapManifest
+from lockgate.state.operator_state_handle import OperatorStateHandle, StateMeta
 from lockgate.state.snapshot import GroupHandle
 
 PATH = "file:///ckpt/job-1/chk-7/_metadata"
@@ -38,6 +39,12 @@ BODY = CheckpointMetadata(
                     {"ratio": 0.1, "flag": None},
                     HeapManifest({"count": "value"}, {3: GroupHandle("shared/a/0/f1", 0, 17, 1)}),
                     (0, 63),
+                    managed=OperatorStateHandle(
+                        "shared/operator/keyedprocess-1/0-a.lgos",
+                        40,
+                        7,
+                        {"buffer": StateMeta("split", 3), "rules": StateMeta("broadcast", 1)},
+                    ),
                 ),
             ),
         ),
@@ -74,7 +81,7 @@ def test_encoding_is_deterministic_json_with_format_version_and_checksum():
     assert data == encode(CheckpointMetadata.from_json(json.loads(data)["body"], PATH))
     envelope = json.loads(data)
     assert envelope["format"] == metadata.FORMAT == "lockgate-checkpoint"
-    assert envelope["version"] == metadata.VERSION == 3
+    assert envelope["version"] == metadata.VERSION == 4
     assert len(envelope["sha256"]) == 64
     assert envelope["body"] == BODY.to_json()
     assert not data.startswith(b"\x80")  # not a pickle
@@ -158,7 +165,7 @@ def test_a_foreign_json_file_is_not_a_lockgate_checkpoint(document):
     assert str(info.value) == f"{PATH} is not a lockgate checkpoint metadata file"
 
 
-@pytest.mark.parametrize("version", [4, 0, None, "1"])
+@pytest.mark.parametrize("version", [5, 0, None, "1"])
 def test_an_unknown_version_names_the_path_and_both_versions(version):
     envelope = json.loads(encode(BODY))
     envelope["version"] = version
@@ -187,18 +194,23 @@ def keyed_operator(body: dict) -> dict:
     return body["operators"]["keyedprocess-1"]
 
 
-def test_a_version_2_checkpoint_restores_with_no_watermarks_yet():
+@pytest.mark.parametrize(("version", "absent"), [(2, ("watermark", "managed")), (3, ("managed",))])
+def test_an_older_checkpoint_restores_without_the_newer_fields(version, absent):
     envelope = json.loads(encode(BODY))
-    envelope["version"] = 2
+    envelope["version"] = version
     for operator in envelope["body"]["operators"].values():
         for subtask in operator["subtasks"]:
-            del subtask["watermark"]
+            for name in absent:
+                del subtask[name]
     envelope["sha256"] = hashlib.sha256(metadata._canonical(envelope["body"])).hexdigest()
     read = decode(json.dumps(envelope).encode(), PATH)
     assert read == replace(
         BODY,
         operators={
-            uid: replace(op, subtasks=tuple(replace(s, watermark=None) for s in op.subtasks))
+            uid: replace(
+                op,
+                subtasks=tuple(replace(s, **dict.fromkeys(absent)) for s in op.subtasks),
+            )
             for uid, op in BODY.operators.items()
         },
     )

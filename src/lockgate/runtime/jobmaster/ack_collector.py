@@ -113,7 +113,9 @@ class AckCollector:
             except JobExecutionError as exc:
                 log.warning("epoch %s: ignoring a losing attempt's ack: %s", self.epoch, exc)
                 continue
-            for url in (manifests.urls(loser.state.changes) if loser.state else set()) - needed:
+            written = manifests.urls(loser.state.changes) if loser.state else set()
+            written |= {handle.file for handle in loser.managed.values()}
+            for url in written - needed:
                 try:
                     self.state_files.discard(url)
                 except ValueError as exc:  # a damaged or foreign ack

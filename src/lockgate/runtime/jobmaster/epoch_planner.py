@@ -20,7 +20,7 @@ from lockgate.runtime.jobmaster.epoch_job import reports_attempt
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.job_state import JobState, whole_parts
 from lockgate.runtime.jobmaster.savepoints import SavepointRequest
 from lockgate.runtime.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor, run_id
@@ -121,6 +121,8 @@ class EpochPlanner:
                     operators=acks[(vertex.id, index)].operators,
                     watermarks=acks[(vertex.id, index)].watermarks,
                     claimed=True,  # as after every epoch (JobState.apply_acks)
+                    managed=whole_parts(acks[(vertex.id, index)].managed),
+                    restored_epoch=after.epoch,
                 ).encode()
                 for index in range(vertex.parallelism)
             ]

@@ -27,6 +27,15 @@ from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_range
 from lockgate.state.manifests import KeyedStateManifest
+from lockgate.state.operator_state_handle import OperatorStateHandle, OperatorStatePart
+
+# operator uid -> the parts of operator state its function restores from
+ManagedParts = dict[str, list[OperatorStatePart]]
+
+
+def whole_parts(handles: Mapping[str, OperatorStateHandle]) -> ManagedParts:
+    """What a subtask that acknowledged ``handles`` restores from: all of each."""
+    return {uid: [OperatorStatePart.whole(handle)] for uid, handle in handles.items()}
 
 
 class JobState:
@@ -39,6 +48,7 @@ class JobState:
         self.manifests: dict[int, dict[int, KeyedStateManifest]] = {}
         self.operator_states: dict[int, dict[int, dict[str, Any]]] = {}
         self.watermarks: dict[int, dict[int, dict[str, int]]] = {}  # task -> subtask -> uid
+        self.managed: dict[int, dict[int, ManagedParts]] = {}  # task -> subtask -> parts
         # (task, subtask) -> when its earliest processing-time timer is due; None: not known
         # (after a restore, until the first epoch reports)
         self.processing_timers: dict[tuple[int, int], int] | None = {}
@@ -64,6 +74,7 @@ class JobState:
         }
         self.operator_states = {v.id: {} for v in self.job.vertices}
         self.watermarks = {v.id: {} for v in self.job.vertices}
+        self.managed = {v.id: {} for v in self.job.vertices}
         self.processing_timers = {}
         self.versions = {}
         self.claimed = True
@@ -82,6 +93,7 @@ class JobState:
             self.versions[(vertex_id, index)] = ack.attempt
             self.operator_states[vertex_id][index] = ack.operators
             self.watermarks[vertex_id][index] = ack.watermarks
+            self.managed[vertex_id][index] = whole_parts(ack.managed)
             if vertex_id in self.enumerators:
                 progress_by_source.setdefault(vertex_id, {}).update(ack.source_progress)
             if ack.state is not None:
@@ -113,17 +125,25 @@ class JobState:
                 operators=self.operator_states[vertex.id].get(index, {}),
                 watermarks=self.watermarks[vertex.id].get(index, {}),
                 claimed=self.claimed,
+                managed=self.managed[vertex.id].get(index, {}),
+                restored_epoch=self.epoch or None,
             )
             for index in range(vertex.parallelism)
         ]
 
     def subtask_files(self) -> dict[tuple[int, int], set[str]]:
-        """(task, subtask) -> the files its keyed state names, for every keyed subtask."""
-        return {
+        """(task, subtask) -> the files its state names (keyed and operator state)."""
+        files = {
             (vertex_id, index): manifests.urls(manifest)
             for vertex_id, subtasks in self.manifests.items()
             for index, manifest in subtasks.items()
         }
+        for vertex_id, subtasks in self.managed.items():
+            for index, by_uid in subtasks.items():
+                urls = {part.handle.file for parts in by_uid.values() for part in parts}
+                if urls:
+                    files.setdefault((vertex_id, index), set()).update(urls)
+        return files
 
     def state_bytes(self) -> int:
         return sum(
@@ -135,10 +155,13 @@ class JobState:
     # Checkpoints ---------------------------------------------------------------------------
 
     def checkpoint_operators(
-        self, keyed_state: Mapping[tuple[int, int], KeyedStateManifest] | None = None
+        self,
+        keyed_state: Mapping[tuple[int, int], KeyedStateManifest] | None = None,
+        managed_state: Mapping[tuple[int, int], Mapping[str, OperatorStateHandle]] | None = None,
     ) -> dict[str, OperatorState]:
-        """The state of every operator, by uid: a checkpoint's content. ``keyed_state``: the
-        keyed state of each (task, subtask) to name instead of its own (a savepoint's)."""
+        """The state of every operator, by uid: a checkpoint's content. ``keyed_state`` and
+        ``managed_state``: the keyed and operator state of each (task, subtask) to name
+        instead of its own (a savepoint's)."""
         operators: dict[str, OperatorState] = {}
         for vertex in self.job.vertices:
             for node in vertex.nodes:
@@ -157,9 +180,13 @@ class JobState:
                             if keyed_state is None
                             else keyed_state.get((vertex.id, index))
                         )
+                    if managed_state is None:
+                        managed = self._managed_handle(vertex.id, index, node.uid)
+                    else:
+                        managed = managed_state.get((vertex.id, index), {}).get(node.uid)
                     subtasks.append(
                         OperatorSubtaskState(
-                            index, states.get(node.uid), manifest, key_groups, watermark
+                            index, states.get(node.uid), manifest, key_groups, watermark, managed
                         )
                     )
                 enumerator = self.enumerators.get(vertex.id) if node.is_source else None
@@ -172,6 +199,14 @@ class JobState:
                     enumerator.snapshot() if enumerator is not None else None,
                 )
         return operators
+
+    def _managed_handle(self, vertex: int, index: int, uid: str) -> OperatorStateHandle | None:
+        parts = self.managed[vertex].get(index, {}).get(uid, [])
+        if not parts:
+            return None
+        # a checkpoint follows an epoch, whose acks replaced what a restore assigned
+        assert len(parts) == 1 and parts[0].is_whole(), f"{uid}: operator state not snapshotted"
+        return parts[0].handle
 
     def committables(self, checkpoint: CheckpointMetadata) -> Iterator[tuple[Committer, Any]]:
         """(committer, committable) of every two-phase-commit sink in a checkpoint."""
@@ -231,6 +266,8 @@ class JobState:
                     watermark = None
                 if watermark is not None:
                     self.watermarks[vertex.id].setdefault(index, {})[uid] = watermark
+                if subtask.managed:
+                    self.managed[vertex.id].setdefault(index, {})[uid] = subtask.managed
                 if subtask.keyed is not None and not subtask.keyed.is_empty():
                     self.manifests[vertex.id][index] = subtask.keyed
                     if subtask.keyed.backend != self.backend:

@@ -85,7 +85,9 @@ def complete(
         fail(request, SavepointError(errors[0]))
         return
     keyed = {(a.vertex, a.subtask): a.savepoint for a in acks if a.savepoint is not None}
-    body = CheckpointMetadata(job_id, checkpoint_id, epoch, state.checkpoint_operators(keyed))
+    managed = {(a.vertex, a.subtask): a.savepoint_managed for a in acks}
+    operators = state.checkpoint_operators(keyed, managed)
+    body = CheckpointMetadata(job_id, checkpoint_id, epoch, operators)
     try:
         url = complete_savepoint(request.directory, body)
     except OSError as exc:  # the epoch stands: only the savepoint fails

@@ -54,6 +54,10 @@ class SubtaskRuntimeContext:
     def get_metrics_group(self) -> None:
         return None
 
+    def keyed_state_store(self) -> Any:
+        """The keyed state backend (None: not a keyed stream's function)."""
+        return self._backend
+
     def _keyed(self) -> Any:
         if self._backend is None:
             raise RuntimeError(
@@ -196,3 +200,47 @@ class OnTimerContext(KeyedProcessContext):
 
     def time_domain(self) -> TimeDomain:
         return self.domain
+
+
+class FunctionInitializationContext:
+    """What ``CheckpointedFunction.initialize_state`` gets: the operator state of the
+    function's subtask, its keyed state (on a keyed stream), and whether it was restored.
+
+    ``restored_epoch``: the epoch whose state the subtask starts from (None: the job's
+    start); lockgate's epochs are Flink's checkpoints here."""
+
+    def __init__(self, operator_state: Any, keyed_state: Any, restored_epoch: int | None):
+        self._operator_state = operator_state
+        self._keyed_state = keyed_state
+        self._restored_epoch = restored_epoch
+
+    def is_restored(self) -> bool:
+        return self._restored_epoch is not None
+
+    def get_restored_checkpoint_id(self) -> int | None:
+        return self._restored_epoch
+
+    def get_operator_state_store(self) -> Any:
+        return self._operator_state
+
+    def get_keyed_state_store(self) -> Any:
+        return self._keyed_state
+
+
+class FunctionSnapshotContext:
+    """What ``CheckpointedFunction.snapshot_state`` gets. lockgate snapshots a function's
+    state at the end of every epoch (a subtask may move to another worker between any two),
+    so the id is the epoch's number: it grows from snapshot to snapshot as Flink's
+    checkpoint ids do."""
+
+    __slots__ = ("_epoch", "_timestamp")
+
+    def __init__(self, epoch: int, timestamp: int):
+        self._epoch = epoch
+        self._timestamp = timestamp
+
+    def get_checkpoint_id(self) -> int:
+        return self._epoch
+
+    def get_checkpoint_timestamp(self) -> int:
+        return self._timestamp

@@ -15,8 +15,11 @@ from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
+from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.errors import UserFunctionError, preview
 from lockgate.runtime.taskexecutor.context import (
+    FunctionInitializationContext,
+    FunctionSnapshotContext,
     KeyedProcessContext,
     KeyedTimerService,
     OnTimerContext,
@@ -30,6 +33,8 @@ from lockgate.runtime.taskexecutor.timer_service import InternalTimerService
 from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state.descriptors import ReducingStateDescriptor
+from lockgate.state.operator_state_backend import OperatorStateBackend
+from lockgate.state.operator_state_handle import OperatorStatePart
 
 
 @dataclass
@@ -52,6 +57,10 @@ class OperatorContext:
     attempt: str = ""
     #: records files the attempt creates outside the job's directories (see staged_files)
     staging: StagingLog | None = None
+    #: what the operator state of its function restores from
+    managed_parts: list[OperatorStatePart] | None = None
+    #: the epoch the subtask's state is of (None: the start of the job)
+    restored_epoch: int | None = None
 
 
 NO_RECORD = object()
@@ -77,11 +86,38 @@ class Operator:
         self.function = function
         self.emit: Callable[[Any], None] = _drop
         self.watermark = LONG_MIN
+        #: the operator state of a ``CheckpointedFunction`` (or of broadcast state)
+        self.managed: OperatorStateBackend | None = None
 
     def open(self) -> None:
-        opener = getattr(self.function, "open", None)
+        """``initialize_state`` of a ``CheckpointedFunction`` first, then ``open``."""
+        function = self.function
+        if callable(getattr(function, "initialize_state", None)) and callable(
+            getattr(function, "snapshot_state", None)
+        ):
+            backend = self.operator_state()
+            context = FunctionInitializationContext(
+                backend, self.ctx.runtime_context.keyed_state_store(), self.ctx.restored_epoch
+            )
+            self._call(function.initialize_state, context, what="initialize_state()")
+        opener = getattr(function, "open", None)
         if opener is not None:
             self._call(opener, self.ctx.runtime_context, what="open()")
+
+    def operator_state(self) -> OperatorStateBackend:
+        """The operator's operator state, restored from its parts when first asked for."""
+        if self.managed is None:
+            ctx = self.ctx
+            where = f"operator '{ctx.name}' (uid '{ctx.uid}', subtask {ctx.index})"
+            self.managed = OperatorStateBackend(where, ctx.managed_parts or [])
+        return self.managed
+
+    def snapshot_function(self, epoch: int) -> OperatorStateBackend | None:
+        """Let a ``CheckpointedFunction`` put its state into its operator state; that state."""
+        if self.managed is not None and callable(getattr(self.function, "snapshot_state", None)):
+            context = FunctionSnapshotContext(epoch, processing_time_ms())
+            self._call(self.function.snapshot_state, context, what="snapshot_state()")
+        return self.managed
 
     def close(self) -> None:
         closer = getattr(self.function, "close", None)
@@ -280,6 +316,9 @@ class KeyedInput(Operator):
     def open(self) -> None:
         self.inner.emit = self.emit
         self.inner.open()
+
+    def snapshot_function(self, epoch: int) -> OperatorStateBackend | None:
+        return self.inner.snapshot_function(epoch)
 
     def close(self) -> None:
         self.inner.close()

@@ -8,6 +8,7 @@ the previous epoch. Either way it starts epoch n from the state of epoch n-1.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pickle import loads
 from typing import Any
 
@@ -37,6 +38,8 @@ from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_range
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
+from lockgate.state.operator_state_backend import OperatorStateBackend
+from lockgate.state.operator_state_handle import OperatorStateHandle
 from lockgate.state.rocksdb import RocksDBKeyedStateBackend
 from lockgate.state.savepoint_state import write_savepoint_state
 from lockgate.state.snapshot_strategy import KeyedStateBackend, snapshot_strategy
@@ -134,6 +137,7 @@ class Subtask:
         self.strategy = snapshot_strategy(keyed_state)
         self.batch_bounds = batch_bounds
         self.backend: KeyedStateBackend | None = None
+        self.restore = restore
         head = vertex.head
         self.keyed_subtask = KeyedSubtask(
             head.uid,
@@ -223,6 +227,8 @@ class Subtask:
             self.backend,
             self.outbox,
             self.record,
+            managed_parts=self.restore.managed.get(node.uid, []),
+            restored_epoch=self.restore.restored_epoch,
         )
         self.contexts.append(ctx)
         return ctx
@@ -350,6 +356,40 @@ class Subtask:
             if state is not None:
                 states[operator.ctx.uid] = state
         return states
+
+    def snapshot_functions(self) -> dict[str, OperatorStateBackend]:
+        """Let every ``CheckpointedFunction`` of the chain snapshot its state; the operator
+        state of each operator that has some, by uid."""
+        backends = {}
+        for operator in self.operators:
+            backend = operator.snapshot_function(self.epoch)
+            if backend is not None:
+                backends[operator.ctx.uid] = backend
+        return backends
+
+    def snapshot_operator_state(
+        self, backends: dict[str, OperatorStateBackend], storage: Storage, tag: str
+    ) -> dict[str, OperatorStateHandle]:
+        """Write the operator states of ``snapshot_functions`` into the job's state files (a
+        file of the previous epoch is named again when nothing changed)."""
+        handles = {}
+        for uid, backend in backends.items():
+            handle = backend.snapshot(storage, f"operator/{uid}/{self.index}-{tag}.lgos", True)
+            if handle is not None:
+                handles[uid] = handle
+        return handles
+
+    def savepoint_operator_state(
+        self, backends: dict[str, OperatorStateBackend], storage: Storage, tag: str
+    ) -> dict[str, OperatorStateHandle]:
+        """Write the operator states into a savepoint's directory, named relative to it."""
+        handles = {}
+        for uid, backend in backends.items():
+            relative = f"{uid}/{self.index}-{tag}.lgos"
+            handle = backend.snapshot(storage, relative, False)
+            if handle is not None:
+                handles[uid] = replace(handle, file=relative)
+        return handles
 
     def snapshot_state(
         self, storage: Storage, tag: str, checkpoint: bool

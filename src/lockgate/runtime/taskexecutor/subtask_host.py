@@ -163,11 +163,19 @@ class SubtaskHost:
             processing_time_ms(),
         )
         outputs = self._drain(subtask)
-        state = subtask.snapshot_state(Storage(task.state_url), epoch.version, task.checkpoint)
+        backends = subtask.snapshot_functions()
+        state_files = Storage(task.state_url)
+        state = subtask.snapshot_state(state_files, epoch.version, task.checkpoint)
+        managed = subtask.snapshot_operator_state(backends, state_files, epoch.version)
         savepoint = savepoint_error = None
+        savepoint_managed = {}
         if task.savepoint_url is not None:
+            savepoint_files = Storage(task.savepoint_url)
+            savepoint_managed = subtask.savepoint_operator_state(
+                backends, savepoint_files, epoch.version
+            )
             try:
-                savepoint = subtask.savepoint_state(Storage(task.savepoint_url), epoch.version)
+                savepoint = subtask.savepoint_state(savepoint_files, epoch.version)
             except CanonicalKeyError as exc:  # the savepoint fails, not the job
                 savepoint_error = str(exc)
         operator_states = subtask.snapshot_operator_states()
@@ -194,6 +202,8 @@ class SubtaskHost:
             location=self.location,
             duration_ms=(time.perf_counter() - epoch.started) * 1000,
             consumed=epoch.consumed,
+            managed=managed,
+            savepoint_managed=savepoint_managed,
         )
         document = json.dumps(ack.to_json(), separators=(",", ":")).encode()
         Storage(task.work_url).create(

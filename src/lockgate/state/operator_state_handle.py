@@ -1,0 +1,179 @@
+"""The snapshot of one operator subtask's operator state (Flink's OperatorStateHandle).
+
+Operator state is a set of named lists (Flink's list, union list and broadcast state; a
+broadcast state's elements are its ``(key, value)`` entries). A subtask writes all of them
+into one file per epoch::
+
+    file  := magic "LGOS" | u16 state count | state* | element*
+    state := u16 name length | name | u8 mode | u32 element count
+    element := u32 length | pickled element      (states in header order)
+
+The handle names the file, its size and CRC-32, and per state its mode and element count:
+enough for the driver to redistribute the elements on a rescale without reading a file
+(``operator_state_repartitioner``); a subtask then reads the element ranges it was given
+(``OperatorStatePart``).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pickle import HIGHEST_PROTOCOL, dumps, loads
+from typing import Any
+
+from lockgate.checkpoint.storage import read_url
+from lockgate.common.records import RecordFormatError, field
+
+MAGIC = b"LGOS"
+SPLIT_DISTRIBUTE = "split"  # get_list_state: the elements are spread over the subtasks
+UNION = "union"  # get_union_list_state: every subtask gets all elements
+BROADCAST = "broadcast"  # get_broadcast_state: every subtask gets one subtask's copy
+MODES = (SPLIT_DISTRIBUTE, UNION, BROADCAST)
+_STATE = struct.Struct(">BI")  # mode, element count
+_LENGTH = struct.Struct(">I")
+_COUNT = struct.Struct(">H")
+
+
+class OperatorStateFormatError(ValueError):
+    """An operator-state file that is damaged or is not one."""
+
+
+@dataclass(frozen=True)
+class StateMeta:
+    mode: str
+    count: int  # elements
+
+
+@dataclass(frozen=True)
+class OperatorStateHandle:
+    file: str
+    size: int
+    crc: int
+    states: dict[str, StateMeta]  # by state name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "size": self.size,
+            "crc": self.crc,
+            "states": {name: [m.mode, m.count] for name, m in sorted(self.states.items())},
+        }
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> OperatorStateHandle:
+        if not isinstance(raw, dict):
+            raise RecordFormatError(f"{where}: an operator state handle is not an object")
+        states = {}
+        for name, meta in field(raw, "states", dict, where).items():
+            if not (
+                isinstance(meta, list)
+                and len(meta) == 2
+                and meta[0] in MODES
+                and type(meta[1]) is int
+                and meta[1] >= 0
+            ):
+                raise RecordFormatError(f"{where}: state {name!r} is not [mode, count]")
+            states[name] = StateMeta(meta[0], meta[1])
+        return OperatorStateHandle(
+            field(raw, "file", str, where),
+            field(raw, "size", int, where),
+            field(raw, "crc", int, where),
+            states,
+        )
+
+    def map_url(self, mapping: Callable[[str], str]) -> OperatorStateHandle:
+        return OperatorStateHandle(mapping(self.file), self.size, self.crc, self.states)
+
+
+@dataclass(frozen=True)
+class OperatorStatePart:
+    """What a subtask takes of one handle: per state, the elements [start, end)."""
+
+    handle: OperatorStateHandle
+    ranges: dict[str, tuple[int, int]]
+
+    @staticmethod
+    def whole(handle: OperatorStateHandle) -> OperatorStatePart:
+        return OperatorStatePart(handle, {n: (0, m.count) for n, m in handle.states.items()})
+
+    def is_whole(self) -> bool:
+        return self.ranges == {n: (0, m.count) for n, m in self.handle.states.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        ranges = {name: list(span) for name, span in sorted(self.ranges.items())}
+        return {"handle": self.handle.to_json(), "ranges": ranges}
+
+    @staticmethod
+    def from_json(raw: Any, where: str) -> OperatorStatePart:
+        if not isinstance(raw, dict):
+            raise RecordFormatError(f"{where}: an operator state part is not an object")
+        handle = OperatorStateHandle.from_json(field(raw, "handle", dict, where), where)
+        ranges = {}
+        for name, span in field(raw, "ranges", dict, where).items():
+            meta = handle.states.get(name)
+            if not (
+                meta is not None
+                and isinstance(span, list)
+                and len(span) == 2
+                and all(type(n) is int for n in span)
+                and 0 <= span[0] <= span[1] <= meta.count
+            ):
+                raise RecordFormatError(f"{where}: range {span!r} of state {name!r} is invalid")
+            ranges[name] = (span[0], span[1])
+        return OperatorStatePart(handle, ranges)
+
+
+def encode(states: dict[str, tuple[str, list[Any]]]) -> tuple[bytes, dict[str, StateMeta]]:
+    """The file of ``states`` (name -> (mode, elements)) and each state's meta."""
+    names = sorted(states)
+    header = [MAGIC, _COUNT.pack(len(names))]
+    body: list[bytes] = []
+    for name in names:
+        mode, elements = states[name]
+        encoded = name.encode()
+        header += [
+            _COUNT.pack(len(encoded)),
+            encoded,
+            _STATE.pack(MODES.index(mode), len(elements)),
+        ]
+        for element in elements:
+            blob = dumps(element, HIGHEST_PROTOCOL)
+            body += [_LENGTH.pack(len(blob)), blob]
+    metas = {name: StateMeta(states[name][0], len(states[name][1])) for name in names}
+    return b"".join(header + body), metas
+
+
+def read_part(part: OperatorStatePart) -> Iterator[tuple[str, str, list[Any]]]:
+    """(name, mode, elements in range) of every state of ``part``, from its file."""
+    handle = part.handle
+    data = read_url(handle.file)
+    if len(data) != handle.size or zlib.crc32(data) != handle.crc:
+        raise OperatorStateFormatError(
+            f"operator state file {handle.file} is damaged: {len(data)} bytes with CRC "
+            f"{zlib.crc32(data)}, expected {handle.size} bytes with CRC {handle.crc}"
+        )
+    if data[:4] != MAGIC:
+        raise OperatorStateFormatError(f"{handle.file} is not an operator state file")
+    (count,) = _COUNT.unpack_from(data, 4)
+    position = 6
+    layout = []
+    for _ in range(count):
+        (length,) = _COUNT.unpack_from(data, position)
+        name = data[position + 2 : position + 2 + length].decode()
+        position += 2 + length
+        mode, elements = _STATE.unpack_from(data, position)
+        position += _STATE.size
+        layout.append((name, MODES[mode], elements))
+    for name, mode, elements in layout:
+        start, end = part.ranges.get(name, (0, 0))
+        values = []
+        for index in range(elements):
+            (length,) = _LENGTH.unpack_from(data, position)
+            position += _LENGTH.size
+            if start <= index < end:
+                values.append(loads(data[position : position + length]))
+            position += length
+        if name in part.ranges:
+            yield name, mode, values
