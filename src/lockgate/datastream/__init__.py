@@ -8,6 +8,8 @@ from lockgate.datastream.checkpoint_config import (
 )
 from lockgate.datastream.data_stream import (
     AllWindowedStream,
+    BroadcastConnectedStream,
+    BroadcastStream,
     CloseableIterator,
     ConnectedStreams,
     DataStream,
@@ -17,6 +19,7 @@ from lockgate.datastream.data_stream import (
 )
 from lockgate.datastream.functions import (
     AggregateFunction,
+    BroadcastProcessFunction,
     CheckpointedFunction,
     CoFlatMapFunction,
     CoMapFunction,
@@ -25,6 +28,7 @@ from lockgate.datastream.functions import (
     FlatMapFunction,
     FunctionInitializationContext,
     FunctionSnapshotContext,
+    KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
     KeySelector,
@@ -55,6 +59,9 @@ from lockgate.datastream.window import (
 __all__ = [
     "AggregateFunction",
     "AllWindowedStream",
+    "BroadcastConnectedStream",
+    "BroadcastProcessFunction",
+    "BroadcastStream",
     "CheckpointConfig",
     "CheckpointedFunction",
     "CheckpointingMode",
@@ -73,6 +80,7 @@ __all__ = [
     "FunctionSnapshotContext",
     "GlobalWindow",
     "KeySelector",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStream",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, overload
 
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.time import Duration
@@ -13,9 +13,11 @@ from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.datastream.functions import (
     AggregateFunction,
     AllWindowFunction,
+    BroadcastProcessFunction,
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
+    KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
     NullByteKeySelector,
@@ -32,7 +34,8 @@ from lockgate.datastream.window import (
     TimeWindow,
     TumblingEventTimeWindows,
 )
-from lockgate.graph.transformations import REBALANCE, Partitioning, Transformation
+from lockgate.graph.transformations import BROADCAST, REBALANCE, Partitioning, Transformation
+from lockgate.runtime.taskexecutor.broadcast_operator import BroadcastProcessOperator
 from lockgate.runtime.taskexecutor.co_operators import CoOperator
 from lockgate.runtime.taskexecutor.operators import OperatorSpec, resolve_callable
 from lockgate.runtime.taskexecutor.timestamps_and_watermarks import TimestampsAndWatermarksOperator
@@ -40,6 +43,7 @@ from lockgate.runtime.taskexecutor.window_operator import WindowOperator, Window
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
+    MapStateDescriptor,
     ReducingStateDescriptor,
 )
 
@@ -144,12 +148,46 @@ class DataStream:
         )
         return KeyedStream(self._env, self._env._add(t), self)
 
-    def connect(self, ds: DataStream) -> ConnectedStreams:
+    @overload
+    def connect(self, ds: DataStream) -> ConnectedStreams: ...
+
+    @overload
+    def connect(self, ds: BroadcastStream) -> BroadcastConnectedStream: ...
+
+    def connect(self, ds: DataStream | BroadcastStream) -> Any:
         """Two streams processed together by one two-input function (CoMapFunction,
-        CoFlatMapFunction, CoProcessFunction; KeyedCoProcessFunction when both are keyed)."""
+        CoFlatMapFunction, CoProcessFunction; KeyedCoProcessFunction when both are keyed);
+        with a ``BroadcastStream``, by a (Keyed)BroadcastProcessFunction."""
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self, ds)
         if not isinstance(ds, DataStream):
-            raise TypeError(f"connect() needs a DataStream, got {ds!r}")
+            raise TypeError(f"connect() needs a DataStream or a BroadcastStream, got {ds!r}")
         return ConnectedStreams(self, ds)
+
+    @overload
+    def broadcast(self) -> DataStream: ...
+
+    @overload
+    def broadcast(
+        self, broadcast_state_descriptor: MapStateDescriptor, *others: MapStateDescriptor
+    ) -> BroadcastStream: ...
+
+    def broadcast(
+        self,
+        broadcast_state_descriptor: MapStateDescriptor | None = None,
+        *others: MapStateDescriptor,
+    ) -> DataStream | BroadcastStream:
+        """Every record to every subtask of the next operator; with broadcast state
+        descriptors, a ``BroadcastStream`` to ``connect`` a stream to."""
+        descriptors = [broadcast_state_descriptor, *others] if broadcast_state_descriptor else []
+        for descriptor in descriptors:
+            if not isinstance(descriptor, MapStateDescriptor):
+                raise TypeError(
+                    f"broadcast state descriptors must be MapStateDescriptors, got {descriptor!r}"
+                )
+        t = Transformation("partition", "Broadcast", [self._transformation], partitioning=BROADCAST)
+        stream = DataStream(self._env, self._env._add(t))
+        return BroadcastStream(stream, descriptors) if descriptors else stream
 
     def union(self, *streams: DataStream) -> DataStream:
         inputs = [self._transformation, *(s._transformation for s in streams)]
@@ -318,6 +356,9 @@ class KeyedStream(DataStream):
     def rebalance(self) -> DataStream:
         raise ValueError("cannot override partitioning for KeyedStream")
 
+    def broadcast(self, *args: Any) -> Any:
+        raise ValueError("cannot override partitioning for KeyedStream")
+
     def _not_supported(self, what: str) -> NoReturn:
         raise ValueError(f"{what} is not supported on a KeyedStream; apply it to an operator")
 
@@ -393,6 +434,63 @@ class ConnectedStreams:
             "operator",
             name,
             [self.stream1._transformation, self.stream2._transformation],
+            spec,
+            keyed=keyed,
+            timestamps=fires_timers,
+            two_input=True,
+        )
+        return DataStream(env, env._add(t))
+
+
+class BroadcastStream:
+    """A stream whose records every subtask of the operator it is connected to receives,
+    with the broadcast states that operator holds; its only use is ``connect``."""
+
+    def __init__(
+        self, input_stream: DataStream, broadcast_state_descriptors: list[MapStateDescriptor]
+    ):
+        self.input_stream = input_stream
+        self.broadcast_state_descriptors = broadcast_state_descriptors
+
+
+class BroadcastConnectedStream:
+    """A stream (keyed or not) connected to a ``BroadcastStream``."""
+
+    def __init__(self, non_broadcast_stream: DataStream, broadcast_stream: BroadcastStream):
+        self.non_broadcast_stream = non_broadcast_stream
+        self.broadcast_stream = broadcast_stream
+        self.broadcast_state_descriptors = broadcast_stream.broadcast_state_descriptors
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """A BroadcastProcessFunction, or on a keyed stream a KeyedBroadcastProcessFunction."""
+        keyed = isinstance(self.non_broadcast_stream, KeyedStream)
+        if keyed and not isinstance(func, KeyedBroadcastProcessFunction):
+            raise TypeError(
+                f"KeyedBroadcastProcessFunction should be applied to keyed DataStream, got {func!r}"
+            )
+        if not keyed and not isinstance(func, BroadcastProcessFunction):
+            raise TypeError(
+                f"BroadcastProcessFunction should be applied to non-keyed DataStream, got {func!r}"
+            )
+        fires_timers = keyed and type(func).on_timer is not KeyedBroadcastProcessFunction.on_timer
+        spec = OperatorSpec(
+            "factory",
+            partial(
+                BroadcastProcessOperator,
+                function=func,
+                descriptors=self.broadcast_state_descriptors,
+                keyed=keyed,
+            ),
+        )
+        env = self.non_broadcast_stream._env
+        t = Transformation(
+            "operator",
+            "Keyed-Co-Process-Broadcast" if keyed else "Co-Process-Broadcast",
+            # the broadcast input first: its edge's records are processed first in an epoch
+            [
+                self.broadcast_stream.input_stream._transformation,
+                self.non_broadcast_stream._transformation,
+            ],
             spec,
             keyed=keyed,
             timestamps=fires_timers,

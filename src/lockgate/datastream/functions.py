@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from lockgate.datastream.state import OperatorStateStore
+from lockgate.runtime.taskexecutor import broadcast_operator
 from lockgate.runtime.taskexecutor.context import (
     FunctionInitializationContext as RuntimeFunctionInitializationContext,
 )
@@ -31,12 +32,15 @@ from lockgate.state.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
+    StateDescriptor,
     ValueStateDescriptor,
 )
 from lockgate.state.interfaces import (
     AggregatingState,
+    BroadcastState,
     ListState,
     MapState,
+    ReadOnlyBroadcastState,
     ReducingState,
     ValueState,
 )
@@ -375,3 +379,97 @@ __all__ = [
     "RuntimeContext",
     "WindowFunction",
 ]
+
+
+class BaseBroadcastProcessFunction(Function):
+    """The functions of ``connect(broadcast_stream).process(...)``: outputs are yielded (a
+    ``(OutputTag, value)`` goes to that side output)."""
+
+    class BaseContext(ABC):
+        @abstractmethod
+        def timestamp(self) -> int: ...
+
+        @abstractmethod
+        def current_processing_time(self) -> int: ...
+
+        @abstractmethod
+        def current_watermark(self) -> int: ...
+
+    class Context(BaseContext):
+        """The broadcast side's: broadcast state to read and write."""
+
+        @abstractmethod
+        def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState: ...
+
+    class ReadOnlyContext(BaseContext):
+        """The other side's: broadcast state to read."""
+
+        @abstractmethod
+        def get_broadcast_state(
+            self, state_descriptor: MapStateDescriptor
+        ) -> ReadOnlyBroadcastState: ...
+
+
+class BroadcastProcessFunction(BaseBroadcastProcessFunction):
+    """On a stream that is not keyed, connected to a broadcast stream."""
+
+    class Context(BaseBroadcastProcessFunction.Context):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext):
+        pass
+
+    @abstractmethod
+    def process_element(
+        self, value: Any, ctx: BroadcastProcessFunction.ReadOnlyContext
+    ) -> Iterable[Any] | None: ...
+
+    @abstractmethod
+    def process_broadcast_element(
+        self, value: Any, ctx: BroadcastProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction):
+    """On a keyed stream connected to a broadcast stream: keyed state and timers on the
+    keyed side, and ``apply_to_keyed_state`` on the broadcast side (which PyFlink lacks)."""
+
+    class Context(BaseBroadcastProcessFunction.Context):
+        @abstractmethod
+        def apply_to_keyed_state(self, state_descriptor: StateDescriptor, function: Any) -> None:
+            """Call ``function(key, state)`` for every key of this subtask that has the
+            state, with that key current (``function`` may also be an object with
+            ``process(key, state)``, as Flink's KeyedStateFunction)."""
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext):
+        @abstractmethod
+        def timer_service(self) -> TimerService: ...
+
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    class OnTimerContext(ReadOnlyContext):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
+
+    @abstractmethod
+    def process_element(
+        self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext
+    ) -> Iterable[Any] | None: ...
+
+    @abstractmethod
+    def process_broadcast_element(
+        self, value: Any, ctx: KeyedBroadcastProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+    def on_timer(
+        self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext
+    ) -> Iterable[Any] | None:
+        pass
+
+
+BroadcastProcessFunction.Context.register(broadcast_operator.BroadcastContext)
+BroadcastProcessFunction.ReadOnlyContext.register(broadcast_operator.ReadOnlyContext)
+KeyedBroadcastProcessFunction.Context.register(broadcast_operator.BroadcastContext)
+KeyedBroadcastProcessFunction.ReadOnlyContext.register(broadcast_operator.ReadOnlyContext)
+KeyedBroadcastProcessFunction.OnTimerContext.register(broadcast_operator.OnTimerContext)

@@ -17,12 +17,13 @@ _ids = count(1)
 class Partitioning:
     """How records travel to the next operator when they leave their task."""
 
-    kind: str  # "forward", "rebalance" or "key_group"
+    kind: str  # "forward", "rebalance", "key_group" or "broadcast" (to every subtask)
     key_selector: Any = None
 
 
 FORWARD = Partitioning("forward")
 REBALANCE = Partitioning("rebalance")
+BROADCAST = Partitioning("broadcast")
 
 
 @dataclass(eq=False)

@@ -7,7 +7,7 @@ just the key groups that changed and a restore can take any subset of key groups
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
@@ -336,6 +336,11 @@ class HeapKeyedStateBackend:
             ctx = self.ns_ctx if namespaced else self.ctx
             state = self._states[name] = _create_state(descriptor, groups, ctx, self.dirty)
         return state
+
+    def keys(self, name: str, key_group: int) -> Iterator[Any]:
+        """The keys of ``key_group`` that have state ``name`` (one that is not namespaced)."""
+        groups = self._tables.get(name)
+        return iter(groups[key_group]) if groups is not None else iter(())
 
     def timer_queue(self, name: str) -> HeapTimerQueue:
         """The timers named ``name`` (one queue per operator and time domain)."""

@@ -72,6 +72,7 @@ from lockgate.state.ttl import (
 )
 
 _PREFIX = struct.Struct(">HH")  # key group, state id
+_NO_KEY = object()
 _GROUP = struct.Struct(">H")
 # encode_key((key, namespace)) is a tuple head, then the two encodings one after the other
 _PAIR_HEAD = len(encode_key((0, 0))) - 2 * len(encode_key(0))
@@ -474,6 +475,27 @@ class RocksDBKeyedStateBackend:
             self._ttl_states[sid] = state
         self._states[name] = state
         return state
+
+    def keys(self, name: str, key_group: int) -> Iterator[Any]:
+        """The keys of ``key_group`` that have state ``name`` (one that is not namespaced),
+        each once (a map state has an entry per map key, in key order)."""
+        registered = self._registry.get(name)
+        if registered is None:
+            return
+        self.write_back()
+        prefix = _PREFIX.pack(key_group, registered[0])
+        iterator = self.db.iter()
+        iterator.seek(prefix)
+        last: Any = _NO_KEY
+        while iterator.valid():
+            db_key = iterator.key()
+            if db_key[: _PREFIX.size] != prefix:
+                break
+            key, _ = decode_key_prefix(db_key, _PREFIX.size)
+            if key != last:
+                yield key
+                last = key
+            iterator.next()
 
     def timer_queue(self, name: str) -> RocksDBTimerQueue:
         """The timers named ``name`` (one queue per operator and time domain)."""

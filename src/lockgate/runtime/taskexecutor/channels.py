@@ -117,6 +117,35 @@ class ForwardWriter(ChannelWriter):
             self.timestamps[0].append(self.record.value)
 
 
+class BroadcastWriter(ForwardWriter):
+    """Every record to every subtask of the target: one buffer, each batch sent to all."""
+
+    def __init__(
+        self,
+        ctx: OperatorContext,
+        edge_id: int,
+        targets: int,
+        bounds: BatchBounds,
+        timestamped: bool,
+    ):
+        super().__init__(ctx, edge_id, bounds, timestamped)
+        self.receivers = targets
+
+    def flush(self, buffer_index: int) -> None:
+        if self.buffers[0]:
+            batch = dumps(self.contents(0), HIGHEST_PROTOCOL)
+            for target in range(self.receivers):
+                self.ctx.outbox.append((target, self.edge_id, self.sequence, batch))
+            self.sequence += 1
+
+    def end_channels(self, end: ChannelEnd) -> None:
+        self.flush(0)
+        marker = end.encode()
+        for target in range(self.receivers):
+            self.ctx.outbox.append((target, self.edge_id, -1, marker))
+        self.sequence = 0
+
+
 class RebalanceWriter(ChannelWriter):
     """Round-robin over the targets, starting at a subtask-dependent offset each epoch (so
     that where a record goes depends only on the epoch's records)."""

@@ -17,6 +17,7 @@ from lockgate.checkpoint.storage import Storage
 from lockgate.common.output_tag import OutputTag
 from lockgate.runtime.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.taskexecutor.channels import (
+    BroadcastWriter,
     ChannelWriter,
     ForwardWriter,
     KeyGroupWriter,
@@ -250,6 +251,8 @@ class Subtask:
             )
         if kind == "rebalance":
             return RebalanceWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
+        if kind == "broadcast":
+            return BroadcastWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
         return ForwardWriter(ctx, edge.id, self.batch_bounds, timestamped)
 
     # Lifecycle -----------------------------------------------------------------------------
