@@ -28,7 +28,7 @@ from state_processor_job import (
 from lockgate.common import Configuration, RestartStrategies, Types
 from lockgate.datastream import CheckpointingMode, ExternalizedCheckpointRetention
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
-from lockgate.datastream.state import ValueStateDescriptor
+from lockgate.datastream.state import ListStateDescriptor, ValueStateDescriptor
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.state_processor import SavepointReader, SavepointWriter, StateProcessorError
 
@@ -224,3 +224,46 @@ def test_a_retained_checkpoint_reads_as_its_savepoint_would(make_env, spark, tmp
         "canonical"
     }
     check_first_epoch_state(reader, "state-kinds")
+
+
+def test_a_new_savepoint_from_dataframes_and_the_writer_s_checks(spark, tmp_path):
+    with pytest.raises(StateProcessorError, match=r"max parallelism must be an int in 1..32768"):
+        SavepointWriter.new_savepoint(spark, 0)
+    frame = spark.createDataFrame(
+        [((1, "a"), 3, [1, 2]), ((2, "b"), None, [])],
+        "key struct<_1 int, _2 string>, n int, l array<int>",
+    )
+    writer = SavepointWriter.new_savepoint(spark, 64)
+    with pytest.raises(
+        StateProcessorError, match=r"no key column 'user' \(its columns: key, n, l\)"
+    ):
+        writer.with_keyed_state("op", frame, [ValueStateDescriptor("n")], key_column="user")
+    with pytest.raises(StateProcessorError, match=r"list state 'n' needs an array column, not int"):
+        writer.with_keyed_state("op", frame, [ListStateDescriptor("n")])
+    with pytest.raises(StateProcessorError, match=r"has no operator with uid 'op'"):
+        writer.remove_operator("op")
+
+    writer.with_keyed_state(
+        "op", frame, [ValueStateDescriptor("n"), ListStateDescriptor("l")], parallelism=2
+    )
+    writer.with_keyed_state("other", frame.select("key", "n"), [ValueStateDescriptor("n")])
+    with pytest.raises(StateProcessorError, match=r"an operator with uid 'other' exists already"):
+        writer.change_operator_identifier("op", "other")
+    written = writer.write(str(tmp_path / "new"))
+    reader = SavepointReader.read(spark, written)
+    assert {(r.uid, r.subtask, r.max_parallelism) for r in reader.metadata().collect()} >= {
+        ("op", 0, 64),
+        ("op", 1, 64),
+    }
+    assert {tuple(r.key): r.value for r in reader.keyed_state("op", "n").collect()} == {(1, "a"): 3}
+    assert {tuple(r.key): r.value for r in reader.keyed_state("op", "l").collect()} == {
+        (1, "a"): [1, 2]
+    }
+
+    twice = spark.createDataFrame([("a", 1), ("a", 2)], "key string, n int")
+    target = tmp_path / "failed"
+    with pytest.raises(StateProcessorError, match=r"operator 'dup', state 'n': the key 'a' has"):
+        SavepointWriter.new_savepoint(spark, 8).with_keyed_state(
+            "dup", twice, [ValueStateDescriptor("n")]
+        ).write(str(target))
+    assert not target.exists()  # what the failed write wrote is gone

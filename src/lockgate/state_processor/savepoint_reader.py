@@ -26,7 +26,7 @@ from lockgate.state.namespaces import NAMESPACED
 from lockgate.state.timer_queues import TIMERS_KIND
 from lockgate.state.ttl import TTL_KIND_PREFIX, is_ttl_kind
 from lockgate.state_processor import task_records
-from lockgate.state_processor.errors import StateProcessorError
+from lockgate.state_processor.errors import StateProcessorError, task_failure
 from lockgate.state_processor.spark_types import SAMPLE_ROWS, infer_column, spark_type
 from lockgate.state_processor.state_files import split_by_file
 from lockgate.state_processor.state_rows import read_rows
@@ -261,7 +261,13 @@ class SavepointReader:
         rows = context.parallelize(list(tasks), max(1, len(tasks))).flatMap(read_rows)
         sample: list[tuple[Any, ...]] = []
         if any(data_type is None for _, data_type in columns):
-            sample = rows.take(SAMPLE_ROWS)
+            try:
+                sample = rows.take(SAMPLE_ROWS)
+            except Exception as exc:
+                failure = task_failure(exc)
+                if failure is None:
+                    raise
+                raise failure from None
         fields = []
         for index, (column, data_type) in enumerate(columns):
             if data_type is None:

@@ -41,7 +41,7 @@ from lockgate.state_processor.canonical_entries import (
     subtask_of,
     write_subtask,
 )
-from lockgate.state_processor.errors import StateProcessorError
+from lockgate.state_processor.errors import StateProcessorError, task_failure
 from lockgate.state_processor.savepoint_reader import (
     SavepointReader,
     is_keyed,
@@ -276,6 +276,17 @@ class SavepointWriter:
             raise StateProcessorError(
                 f"cannot write a savepoint into {directory.url}: the directory is not empty"
             )
+        try:
+            body = self._write_operators(directory)
+        except Exception as exc:
+            directory.remove("")  # it was empty: what is there now is this write's
+            failure = task_failure(exc)
+            if failure is None:
+                raise
+            raise failure from None
+        return complete_savepoint(directory, body)
+
+    def _write_operators(self, directory: Storage) -> CheckpointMetadata:
         operators: dict[str, OperatorState] = {}
         for uid in sorted(self._operators):
             operator = self._operators[uid]
@@ -291,13 +302,12 @@ class SavepointWriter:
                 assert operator.base is not None  # only existing operators are not keyed
                 operators[uid] = replace(operator.base, uid=uid, max_parallelism=max_parallelism)
         source = self._source
-        body = CheckpointMetadata(
+        return CheckpointMetadata(
             source.job_id if source is not None else uuid.uuid4().hex,
             source.checkpoint_id if source is not None else 0,
             source.epoch if source is not None else 0,
             operators,
         )
-        return complete_savepoint(directory, body)
 
     def _write_keyed(
         self, operator: _Operator, max_parallelism: int, directory: Storage
