@@ -70,11 +70,11 @@ def canonical_groups(files: SubtaskFiles) -> Iterator[tuple[int, bytes]]:
         files.key_groups,
         files.max_parallelism,
     )
-    if manifest.backend == ROCKSDB or not isinstance(manifest, HeapManifest):
+    if isinstance(manifest, HeapManifest):
+        heap = HeapSnapshotStrategy().restore(subtask, manifest, claimed=True)
+        yield from _exported(heap, manifest.groups)
+    else:  # a RocksDB instance, or the parts of several (a restore at another parallelism)
         yield from _rocksdb_groups(subtask, manifest)
-        return
-    heap = HeapSnapshotStrategy().restore(subtask, manifest, claimed=True)
-    yield from _exported(heap, manifest.groups)
 
 
 def _exported(

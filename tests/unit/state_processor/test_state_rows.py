@@ -7,13 +7,14 @@ import shutil
 
 import pytest
 from pyspark.sql import Row as SparkRow
-from state_files_fixture import KEYS, NOW, WRITERS, files
+from state_files_fixture import KEYS, MAX_P, NOW, WRITERS, files, group_of
 
-from lockgate.state.manifests import CanonicalManifest, HeapManifest
+from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.manifests import CanonicalManifest, HeapManifest, RocksDBRescaleManifest
 from lockgate.state.snapshot import GroupHandle
 from lockgate.state_processor.state_files import canonical_groups, split_by_file
 from lockgate.state_processor.state_rows import read_rows, timer_origin
-from lockgate.state_processor.task_records import KEYED, TIMERS, ReadTask, dump
+from lockgate.state_processor.task_records import KEYED, TIMERS, ReadTask, SubtaskFiles, dump
 
 SPARK_KEYS = ["a", "b", 7, (1, "x")]  # as Spark gets them: tuples stay tuples
 
@@ -91,4 +92,19 @@ def test_a_savepoint_file_is_read_as_it_is(tmp_path):
 def test_keys_decode_to_what_was_written(written):
     assert sorted(map(repr, (r[0] for r in rows(written, "value", "value")))) == sorted(
         map(repr, KEYS)
+    )
+
+
+def test_a_rocksdb_restore_at_another_parallelism_reads_its_own_key_groups(tmp_path):
+    """A manifest of the old instances a subtask restores from after a rescale (which a
+    checkpoint names until the subtask's first snapshot replaces it)."""
+    whole = WRITERS["rocksdb"](tmp_path)
+    half = KeyGroupRange(0, MAX_P // 2 - 1)
+    rescaled = SubtaskFiles(
+        "op", "op", 0, MAX_P, half, RocksDBRescaleManifest(((whole.key_groups, whole.manifest),))
+    )
+    keys = {row[0] for row in read_rows(dump(ReadTask(rescaled, KEYED, "value", "value", False)))}
+    assert keys == {k for k in SPARK_KEYS if group_of(k) in half}
+    assert sorted(kg for kg, _ in canonical_groups(rescaled)) == sorted(
+        {group_of(k) for k in KEYS} & set(half)
     )
