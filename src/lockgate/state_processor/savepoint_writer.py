@@ -352,28 +352,25 @@ class SavepointWriter:
             .collect()
         )
         by_index = {w.subtask: w for w in map(WrittenSubtask.load, written)}
+        # What else an existing subtask holds (its operator state, its watermark) goes on
         base = operator.base
         old = {s.index: s for s in base.subtasks} if base is not None else {}
         subtasks = []
         for index in range(operator.parallelism):
             groups = key_group_range(max_parallelism, operator.parallelism, index)
+            manifest = CanonicalManifest(kinds, by_index[index].groups)
             before = old.get(index)
             subtasks.append(
-                OperatorSubtaskState(
-                    index,
-                    before.operator_state if before is not None else None,
-                    CanonicalManifest(kinds, by_index[index].groups),
-                    (groups.start, groups.end),
-                    before.watermark if before is not None else None,
-                )
+                replace(before, keyed=manifest, key_groups=(groups.start, groups.end))
+                if before is not None
+                else OperatorSubtaskState(index, None, manifest, (groups.start, groups.end))
+            )
+        if base is not None:
+            return replace(
+                base, uid=operator.uid, max_parallelism=max_parallelism, subtasks=tuple(subtasks)
             )
         return OperatorState(
-            operator.uid,
-            operator.name,
-            operator.parallelism,
-            max_parallelism,
-            tuple(subtasks),
-            base.coordinator_state if base is not None else None,
+            operator.uid, operator.name, operator.parallelism, max_parallelism, tuple(subtasks)
         )
 
 
