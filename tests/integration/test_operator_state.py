@@ -5,6 +5,7 @@ savepoints at parallelism 2, 3 and 1, with no element lost or repeated."""
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from exactly_once_job import (
 from lockgate.datastream import CheckpointedFunction, MapFunction
 from lockgate.datastream.connectors import DiscardingSink
 from lockgate.datastream.state import ListStateDescriptor, MapStateDescriptor
+from lockgate.state_processor import SavepointWriter
 
 SPLITS = 2
 
@@ -88,7 +90,7 @@ def build(env, reports_dir: Path, run: str, parallelism: int) -> None:
     )
 
 
-def test_operator_state_is_redistributed_by_mode_across_savepoints(make_env, tmp_path):
+def test_operator_state_is_redistributed_by_mode_across_savepoints(make_env, spark, tmp_path):
     report_dir = tmp_path / "reports"
     report_dir.mkdir()
 
@@ -119,8 +121,11 @@ def test_operator_state_is_redistributed_by_mode_across_savepoints(make_env, tmp
     after_two = [tuple(r) for i in sorted(closed) for r in closed[i]["seen"]]
     assert len(after_two) == len(set(after_two)) == 2 * SPLITS * MAX_RECORDS
 
+    # the state processor's copy of the savepoint holds the operator state itself
+    copied = SavepointWriter.from_existing_savepoint(spark, second).write(str(tmp_path / "copy"))
+    shutil.rmtree(second.removeprefix("file://"))
     env = checkpointed_env(
-        make_env, tmp_path / "checkpoints-3", 1, settings=recovery_settings(second)
+        make_env, tmp_path / "checkpoints-3", 1, settings=recovery_settings(copied)
     )
     build(env, report_dir, "three", 1)
     env.execute("third run")

@@ -3,7 +3,7 @@
 Layers, lowest first; a module may import from its own layer and the ones below it. Checkpoint
 storage (the fsspec layer) sits below the state backends, which write through it; the rest of
 ``checkpoint`` (metadata, coordinator, registries) sits above them, since it records their
-manifests.
+manifests. The state processor reads and writes checkpoints and savepoints, and no job needs it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ LAYERS = [
     ("lockgate.checkpoint.storage",),
     ("lockgate.state",),
     ("lockgate.checkpoint",),
+    ("lockgate.state_processor",),
     ("lockgate.graph",),
     ("lockgate.runtime",),
     ("lockgate.connectors",),
@@ -78,5 +79,7 @@ def test_tasks_do_not_import_the_driver():
 def test_layer_of():
     assert layer_of("lockgate.checkpoint.storage") < layer_of("lockgate.state.manifests")
     assert layer_of("lockgate.state.manifests") < layer_of("lockgate.checkpoint.metadata")
+    assert layer_of("lockgate.checkpoint.savepoint") < layer_of("lockgate.state_processor.errors")
+    assert layer_of("lockgate.state_processor") < layer_of("lockgate.runtime")
     assert layer_of("lockgate.runtime.source") < layer_of("lockgate.connectors.file_sink")
     assert layer_of("lockgate") == layer_of("lockgate.datastream.functions")

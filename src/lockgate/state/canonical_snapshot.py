@@ -12,7 +12,8 @@ blob per key group. A blob names its states and then lists entries::
   same on every machine and Python version, so a key finds its state after a restore;
 - ``sub``: what addresses the entry below the key, as ``key_codec`` encodings one after
   the other: the namespace (a window) of a namespaced state, then the user key of a map
-  entry; for timers the timestamp, then the namespace;
+  entry; for timers the timestamp, then the namespace (``encode_namespace``: a window comes
+  back as its class, not as the tuple it equals);
 - ``value``: the state's serializer's bytes (pickle) of the stored value: a value, list,
   reducing or aggregating state's value, one map entry's value, TTL values with their
   timestamps; empty for a timer.
@@ -31,7 +32,13 @@ from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
 from lockgate.state import snapshot
-from lockgate.state.key_codec import decode_key, decode_key_prefix, encode_key, encode_portable_key
+from lockgate.state.key_codec import (
+    decode_key,
+    decode_key_prefix,
+    encode_key,
+    encode_namespace,
+    encode_portable_key,
+)
 from lockgate.state.namespaces import NAMESPACED
 from lockgate.state.timer_queues import TIMERS_KIND
 
@@ -114,7 +121,10 @@ def write_contents(writer: GroupWriter, kinds: dict[str, str], contents: dict[st
         if form.timers:
             for timestamp, key, namespace in entries:
                 add(
-                    sid, portable_key(key, name), encode_key(timestamp) + encode_key(namespace), b""
+                    sid,
+                    portable_key(key, name),
+                    encode_key(timestamp) + encode_namespace(namespace),
+                    b"",
                 )
         elif form.namespaced:
             for (key, namespace), stored in entries.items():

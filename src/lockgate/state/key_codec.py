@@ -39,6 +39,7 @@ _DATETIME = 11  # naive: microseconds since 0001-01-01T00:00, >q
 _TIME = 12  # naive: microseconds since midnight, >q
 _TIMEDELTA = 13  # days, seconds, microseconds as normalized by timedelta, >iII
 _ENUM = 14  # "module:qualname" of the class (length-prefixed UTF-8), then the value's encoding
+_NAMED_TUPLE = 15  # "module:qualname" of a named tuple class, then its fields as a tuple
 
 _INT64 = struct.Struct(">q")
 _FLOAT64 = struct.Struct(">d")
@@ -85,6 +86,20 @@ def encode_key(key: Any) -> bytes:
     out = bytearray()
     _encode(key, out, True)
     return bytes(out)
+
+
+def encode_namespace(namespace: Any) -> bytes:
+    """``encode_key(namespace)``, except that a named tuple of an importable class (a window)
+    keeps its class, so that it decodes as the window it was: as a key it must encode as its
+    tuple (they are equal), but a timer hands its namespace back to the operator."""
+    if isinstance(namespace, tuple) and hasattr(type(namespace), "_fields"):
+        name = _class_name(type(namespace))
+        if name is not None:
+            out = bytearray()
+            _encode_text(_NAMED_TUPLE, name, out)
+            _encode(tuple(namespace), out, True)
+            return bytes(out)
+    return encode_key(namespace)
 
 
 def encode_portable_key(key: Any) -> bytes:
@@ -205,6 +220,15 @@ def _enum_name(cls: type[Enum]) -> bytes | None:
     return f"{cls.__module__}:{cls.__qualname__}".encode()
 
 
+@lru_cache(maxsize=256)
+def _class_name(cls: type) -> bytes | None:
+    """The import path that finds ``cls`` again, or None if there is none."""
+    module = sys.modules.get(cls.__module__)
+    if module is None or _resolve(module, cls.__qualname__) is not cls:
+        return None
+    return f"{cls.__module__}:{cls.__qualname__}".encode()
+
+
 def _resolve(module: object, qualname: str) -> object:
     target = module
     for part in qualname.split("."):
@@ -283,6 +307,9 @@ def _decode(data: memoryview, pos: int) -> tuple[Any, int]:
     if tag == _ENUM:
         value, pos = _decode(data, pos)
         return _enum_member(raw.decode(), value), pos
+    if tag == _NAMED_TUPLE:
+        fields, pos = _decode(data, pos)
+        return _named_tuple_class(raw.decode())(*fields), pos
     raise ValueError(f"unknown key tag {tag}")
 
 
@@ -305,6 +332,18 @@ def _enum_member(name: str, value: Any) -> Enum:
         return cls(value)
     except ValueError as err:
         raise ValueError(f"cannot decode a key of enum class {name}: {err}") from err
+
+
+@lru_cache(maxsize=256)
+def _named_tuple_class(name: str) -> Any:
+    module_name, _, qualname = name.partition(":")
+    try:
+        cls = _resolve(importlib.import_module(module_name), qualname)
+    except ImportError as err:
+        raise ValueError(f"cannot decode a named tuple of class {name}: {err}") from err
+    if not (isinstance(cls, type) and issubclass(cls, tuple)):
+        raise ValueError(f"cannot decode a named tuple of class {name}: no such tuple class")
+    return cls
 
 
 @lru_cache(maxsize=256)

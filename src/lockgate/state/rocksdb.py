@@ -55,7 +55,7 @@ from lockgate.state.interfaces import (
     State,
     ValueState,
 )
-from lockgate.state.key_codec import decode_key, decode_key_prefix, encode_key
+from lockgate.state.key_codec import decode_key, decode_key_prefix, encode_key, encode_namespace
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.namespaces import NamespaceMerging, namespaced_kind
 from lockgate.state.timer_queues import (
@@ -645,7 +645,7 @@ class RocksDBKeyedStateBackend:
             out, form, name = known
             if form.timers:
                 timestamp, key, namespace = read_timer_entry(db_key, _PREFIX.size)
-                sub = encode_key(timestamp) + encode_key(namespace)
+                sub = encode_key(timestamp) + encode_namespace(namespace)
                 add(out, portable_key(key, name), sub, b"")
             else:
                 # a namespaced state's key is encode_key((key, namespace)): skip the pair's

@@ -205,3 +205,16 @@ def test_a_damaged_entry_fails_clearly():
     writer.add(sid, b"\x04\x00\x00\x00\x01a", b"", b"\x80\x05N.")  # no namespace
     with pytest.raises(ValueError, match="0 parts below its key"):
         canonical_snapshot.read_contents(writer.finish())
+
+
+@pytest.mark.parametrize(("source_kind", "target_kind"), [(HEAP, ROCKSDB), (ROCKSDB, HEAP)])
+def test_a_timer_s_window_comes_back_as_a_window(factories, source_kind, target_kind):
+    """A window equals its tuple as a key, but a timer hands its namespace to the window
+    operator, which needs the window's class (``window.end``)."""
+    source = factories[source_kind](ALL)
+    source.timer_queue("timers").add(group_of("a"), "a", TimeWindow(0, 10), 9)
+    target = factories[target_kind](ALL)
+    move(source, target)
+    ((timestamp, _, key, window),) = list(target.timer_queue("timers").poll_due(9))
+    assert (timestamp, key, window) == (9, "a", TimeWindow(0, 10))
+    assert type(window) is TimeWindow

@@ -1,0 +1,418 @@
+"""``SavepointWriter``: a new savepoint from an existing savepoint or checkpoint and Spark
+DataFrames (Flink's State Processor API, ``SavepointWriter``).
+
+Changes are recorded in the order they are made and applied by ``write``, which runs one
+Spark job per keyed operator: tasks read the operator's kept state from the source
+(``existing_entries``) and the DataFrames given (``bootstrap_entries``), the entries are
+partitioned by key group to the operator's subtasks, and each subtask's task writes one
+canonical file (``write_subtask``). The driver writes only ``_metadata``, last. The source
+is never changed; the new savepoint holds every file it needs (relative paths), so it
+restores into either backend at any parallelism.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from urllib.parse import quote
+
+from pyspark.rdd import RDD
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState, OperatorSubtaskState
+from lockgate.checkpoint.savepoint import complete_savepoint
+from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.common.clock import processing_time_ms
+from lockgate.state.descriptors import StateDescriptor
+from lockgate.state.key_groups import (
+    UPPER_BOUND_MAX_PARALLELISM,
+    key_group_range,
+)
+from lockgate.state.manifests import CanonicalManifest
+from lockgate.state.ttl import stored_kind
+from lockgate.state_processor import task_records
+from lockgate.state_processor.canonical_entries import (
+    Entry,
+    bootstrap_entries,
+    existing_entries,
+    subtask_of,
+    write_subtask,
+)
+from lockgate.state_processor.errors import StateProcessorError, task_failure
+from lockgate.state_processor.savepoint_reader import (
+    SavepointReader,
+    is_keyed,
+    operator_kinds,
+    subtask_files,
+)
+from lockgate.state_processor.task_records import (
+    BootstrapTask,
+    EntriesTask,
+    WriteTask,
+    WrittenSubtask,
+)
+
+_BOOTSTRAP_KINDS = ("value", "list", "map", "reducing", "aggregating")
+
+
+@dataclass
+class _Bootstrap:
+    """Keyed state from a DataFrame: its key column and one column per state."""
+
+    dataframe: DataFrame
+    key_column: str
+    states: tuple[tuple[str, str], ...]  # (name, kind as stored)
+
+
+@dataclass
+class _Operator:
+    """One operator of the new savepoint."""
+
+    uid: str
+    name: str
+    parallelism: int
+    max_parallelism: int
+    keyed: bool
+    base: OperatorState | None  # its state in the source (None: a new operator)
+    kept: dict[str, str]  # states of ``base`` that go on as they are: name -> kind
+    bootstraps: list[_Bootstrap] = field(default_factory=list)
+
+    def kinds(self) -> dict[str, str]:
+        kinds = dict(self.kept)
+        for bootstrap in self.bootstraps:
+            kinds.update(bootstrap.states)
+        return kinds
+
+
+def _check_max_parallelism(max_parallelism: object) -> int:
+    if (
+        not isinstance(max_parallelism, int)
+        or isinstance(max_parallelism, bool)
+        or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM
+    ):
+        raise StateProcessorError(
+            f"max parallelism must be an int in 1..{UPPER_BOUND_MAX_PARALLELISM}, got "
+            f"{max_parallelism!r}"
+        )
+    return max_parallelism
+
+
+def _check_uid(uid: object, what: str) -> str:
+    if not isinstance(uid, str) or not uid:
+        raise StateProcessorError(f"{what} must be a non-empty string, got {uid!r}")
+    return uid
+
+
+class SavepointWriter:
+    def __init__(
+        self,
+        spark: SparkSession,
+        source: CheckpointMetadata | None,
+        source_path: str | None,
+        max_parallelism: int | None,
+    ):
+        self.spark = spark
+        self._source = source
+        self._source_path = source_path
+        self._max_parallelism = max_parallelism  # of every operator, when set
+        self._operators: dict[str, _Operator] = {}
+        for operator in source.operators.values() if source is not None else ():
+            self._operators[operator.uid] = _Operator(
+                operator.uid,
+                operator.name,
+                operator.parallelism,
+                operator.max_parallelism,
+                is_keyed(operator),
+                operator,
+                operator_kinds(operator),
+            )
+
+    @staticmethod
+    def from_existing_savepoint(spark: SparkSession, path: str) -> SavepointWriter:
+        """Start from a savepoint or a retained checkpoint (``chk-<n>``) of either backend:
+        its operators and their state, which ``write`` copies into the new savepoint unless
+        they were removed or replaced."""
+        reader = SavepointReader.read(spark, path)
+        return SavepointWriter(spark, reader.checkpoint, str(path), None)
+
+    @staticmethod
+    def new_savepoint(spark: SparkSession, max_parallelism: int) -> SavepointWriter:
+        """Start from nothing: operators get state only from ``with_keyed_state``."""
+        return SavepointWriter(spark, None, None, _check_max_parallelism(max_parallelism))
+
+    def _where(self) -> str:
+        return f"savepoint {self._source_path}" if self._source_path else "the new savepoint"
+
+    def _operator(self, uid: str) -> _Operator:
+        operator = self._operators.get(uid)
+        if operator is None:
+            known = ", ".join(repr(u) for u in sorted(self._operators)) or "none"
+            raise StateProcessorError(
+                f"{self._where()} has no operator with uid {uid!r} (after the changes made so "
+                f"far its uids are: {known})"
+            )
+        return operator
+
+    # Changes -------------------------------------------------------------------------------
+
+    def with_max_parallelism(self, max_parallelism: int) -> SavepointWriter:
+        """Give every operator this max parallelism (the number of key groups): keyed state
+        is hashed into the new key groups, as a job with ``pipeline.max-parallelism`` set to
+        it expects."""
+        self._max_parallelism = _check_max_parallelism(max_parallelism)
+        return self
+
+    def remove_operator(self, uid: str) -> SavepointWriter:
+        """Leave operator ``uid`` and all its state out of the new savepoint."""
+        self._operator(uid)
+        del self._operators[uid]
+        return self
+
+    def change_operator_identifier(self, uid: str, new_uid: str) -> SavepointWriter:
+        """Give operator ``uid``'s state to ``new_uid``, the uid of the operator that is to
+        restore it."""
+        operator = self._operator(uid)
+        _check_uid(new_uid, "the new uid")
+        if new_uid in self._operators:
+            raise StateProcessorError(
+                f"{self._where()}: cannot rename operator {uid!r} to {new_uid!r}: an operator "
+                f"with uid {new_uid!r} exists already (remove it first)"
+            )
+        del self._operators[uid]
+        operator.uid = new_uid
+        self._operators[new_uid] = operator
+        return self
+
+    def with_keyed_state(
+        self,
+        uid: str,
+        dataframe: DataFrame,
+        states: Sequence[StateDescriptor],
+        key_column: str = "key",
+        parallelism: int | None = None,
+        name: str | None = None,
+    ) -> SavepointWriter:
+        """Keyed state of operator ``uid`` from ``dataframe``: one row per key, the key in
+        ``key_column``, and for each state descriptor a column of the state's name holding
+        the key's value: the value of a value or reducing state, the accumulator of an
+        aggregating state, an array for a list state, a map for a map state; null (or an
+        empty array or map) for a key without that state. Values are stored as the state's
+        serializer (pickle) stores them; a state with TTL gets the time of the write as its
+        values' last access time.
+
+        An existing keyed operator keeps its other states and timers; the states named here
+        replace its states of those names (so a state may change kind, or get TTL). A new
+        uid adds an operator with ``parallelism`` subtasks (default: Spark's default
+        parallelism, at most the max parallelism) named ``name`` (default: the uid).
+        """
+        _check_uid(uid, "the operator uid")
+        where = f"operator {uid!r}"
+        if not isinstance(dataframe, DataFrame):
+            raise StateProcessorError(f"{where}: needs a Spark DataFrame, got {dataframe!r}")
+        columns = {f.name: f.dataType for f in dataframe.schema.fields}
+        if key_column not in columns:
+            raise StateProcessorError(
+                f"{where}: the DataFrame has no key column {key_column!r} (its columns: "
+                f"{', '.join(columns)})"
+            )
+        if not states:
+            raise StateProcessorError(f"{where}: no state descriptors given")
+        declared: list[tuple[str, str]] = []
+        for descriptor in states:
+            declared.append(_declared_state(descriptor, columns, key_column, where))
+        names = [n for n, _ in declared]
+        if len(set(names)) != len(names):
+            raise StateProcessorError(f"{where}: a state is named twice in {names}")
+        operator = self._operators.get(uid)
+        if operator is None:
+            operator = self._new_operator(uid, parallelism, name)
+        elif not operator.keyed:
+            raise StateProcessorError(
+                f"{self._where()}: operator {uid!r} is not keyed: it cannot have keyed state"
+            )
+        elif parallelism is not None or name is not None:
+            raise StateProcessorError(
+                f"{where} exists already with parallelism {operator.parallelism} and name "
+                f"{operator.name!r}: parallelism and name are only for a new operator"
+            )
+        for bootstrap in operator.bootstraps:
+            again = set(names) & {n for n, _ in bootstrap.states}
+            if again:
+                raise StateProcessorError(
+                    f"{where}: state {sorted(again)[0]!r} was given by an earlier "
+                    "with_keyed_state already"
+                )
+        for state_name in names:
+            operator.kept.pop(state_name, None)
+        operator.bootstraps.append(_Bootstrap(dataframe, key_column, tuple(declared)))
+        return self
+
+    def _new_operator(self, uid: str, parallelism: int | None, name: str | None) -> _Operator:
+        max_parallelism = self._max_parallelism
+        if max_parallelism is None:
+            shared = {op.max_parallelism for op in self._operators.values()}
+            if len(shared) != 1:
+                raise StateProcessorError(
+                    f"{self._where()}: the max parallelism of new operator {uid!r} is not "
+                    "known (the operators have different ones): call with_max_parallelism first"
+                )
+            (max_parallelism,) = shared
+        if parallelism is None:
+            parallelism = min(self.spark.sparkContext.defaultParallelism, max_parallelism)
+        operator = _Operator(uid, name or uid, parallelism, max_parallelism, True, None, {})
+        self._operators[uid] = operator
+        return operator
+
+    # Writing -------------------------------------------------------------------------------
+
+    def write(self, path: str) -> str:
+        """Write the new savepoint into directory ``path`` (which must not exist or be
+        empty); returns its URL, for ``execution.state-recovery.path``."""
+        directory = Storage(str(path))
+        if directory.list(""):
+            raise StateProcessorError(
+                f"cannot write a savepoint into {directory.url}: the directory is not empty"
+            )
+        try:
+            body = self._write_operators(directory)
+        except Exception as exc:
+            directory.remove("")  # it was empty: what is there now is this write's
+            failure = task_failure(exc)
+            if failure is None:
+                raise
+            raise failure from None
+        return complete_savepoint(directory, body)
+
+    def _write_operators(self, directory: Storage) -> CheckpointMetadata:
+        operators: dict[str, OperatorState] = {}
+        for uid in sorted(self._operators):
+            operator = self._operators[uid]
+            max_parallelism = self._max_parallelism or operator.max_parallelism
+            if operator.parallelism > max_parallelism:
+                raise StateProcessorError(
+                    f"operator {uid!r} has parallelism {operator.parallelism}, more than the "
+                    f"max parallelism {max_parallelism}"
+                )
+            if operator.keyed:
+                operators[uid] = self._write_keyed(operator, max_parallelism, directory)
+            else:
+                assert operator.base is not None  # only existing operators are not keyed
+                operators[uid] = replace(operator.base, uid=uid, max_parallelism=max_parallelism)
+        operators = {uid: _with_own_operator_state(op, directory) for uid, op in operators.items()}
+        source = self._source
+        return CheckpointMetadata(
+            source.job_id if source is not None else uuid.uuid4().hex,
+            source.checkpoint_id if source is not None else 0,
+            source.epoch if source is not None else 0,
+            operators,
+        )
+
+    def _write_keyed(
+        self, operator: _Operator, max_parallelism: int, directory: Storage
+    ) -> OperatorState:
+        context = self.spark.sparkContext
+        parts: list[RDD[Entry]] = []
+        if operator.base is not None and operator.kept:
+            tasks = [
+                task_records.dump(EntriesTask(files, tuple(sorted(operator.kept)), max_parallelism))
+                for files in subtask_files(operator.base)
+            ]
+            if tasks:
+                parts.append(context.parallelize(tasks, len(tasks)).flatMap(existing_entries))
+        now = processing_time_ms()
+        for bootstrap in operator.bootstraps:
+            task = task_records.dump(
+                BootstrapTask(
+                    operator.uid, bootstrap.key_column, bootstrap.states, max_parallelism, now
+                )
+            )
+            selected = bootstrap.dataframe.select(
+                bootstrap.key_column, *(name for name, _ in bootstrap.states)
+            )
+            parts.append(selected.rdd.mapPartitions(partial(bootstrap_entries, task)))
+        entries = context.union(parts) if parts else context.parallelize([], 1)
+        kinds = operator.kinds()
+        write = WriteTask(
+            operator.uid,
+            directory.url,
+            quote(operator.uid, safe=""),
+            kinds,
+            max_parallelism,
+            operator.parallelism,
+        )
+        written = (
+            entries.map(lambda entry: (entry[0], entry[1:]))
+            .repartitionAndSortWithinPartitions(
+                operator.parallelism,
+                partial(subtask_of, max_parallelism, operator.parallelism),
+            )
+            .mapPartitionsWithIndex(partial(write_subtask, task_records.dump(write)))
+            .collect()
+        )
+        by_index = {w.subtask: w for w in map(WrittenSubtask.load, written)}
+        # What else an existing subtask holds (its operator state, its watermark) goes on
+        base = operator.base
+        old = {s.index: s for s in base.subtasks} if base is not None else {}
+        subtasks = []
+        for index in range(operator.parallelism):
+            groups = key_group_range(max_parallelism, operator.parallelism, index)
+            manifest = CanonicalManifest(kinds, by_index[index].groups)
+            before = old.get(index)
+            subtasks.append(
+                replace(before, keyed=manifest, key_groups=(groups.start, groups.end))
+                if before is not None
+                else OperatorSubtaskState(index, None, manifest, (groups.start, groups.end))
+            )
+        if base is not None:
+            return replace(
+                base, uid=operator.uid, max_parallelism=max_parallelism, subtasks=tuple(subtasks)
+            )
+        return OperatorState(
+            operator.uid, operator.name, operator.parallelism, max_parallelism, tuple(subtasks)
+        )
+
+
+def _with_own_operator_state(operator: OperatorState, directory: Storage) -> OperatorState:
+    """``operator`` with the operator-state files of its subtasks copied into the new
+    savepoint's ``directory`` (a savepoint names no file outside itself)."""
+    subtasks = []
+    for subtask in operator.subtasks:
+        managed = subtask.managed
+        if managed is not None:
+            relative = f"{quote(operator.uid, safe='')}/{subtask.index}-operator.lgos"
+            directory.write_bytes(relative, read_url(managed.file))
+            managed = replace(managed, file=relative)
+        subtasks.append(replace(subtask, managed=managed))
+    return replace(operator, subtasks=tuple(subtasks))
+
+
+def _declared_state(
+    descriptor: object, columns: dict[str, T.DataType], key_column: str, where: str
+) -> tuple[str, str]:
+    """(name, kind as stored) of a state to bootstrap, after checking its column."""
+    if not isinstance(descriptor, StateDescriptor):
+        raise StateProcessorError(
+            f"{where}: states are declared with state descriptors (ValueStateDescriptor, "
+            f"ListStateDescriptor, ...), got {descriptor!r}"
+        )
+    name = descriptor.name
+    if descriptor.kind not in _BOOTSTRAP_KINDS:
+        raise StateProcessorError(f"{where}: cannot bootstrap {descriptor!r}")
+    if name == key_column or name not in columns:
+        raise StateProcessorError(
+            f"{where}: state {name!r} needs a column of its name besides the key column "
+            f"{key_column!r} (the DataFrame's columns: {', '.join(columns)})"
+        )
+    data_type = columns[name]
+    if descriptor.kind == "list" and not isinstance(data_type, T.ArrayType):
+        raise StateProcessorError(
+            f"{where}: list state {name!r} needs an array column, not {data_type.simpleString()}"
+        )
+    if descriptor.kind == "map" and not isinstance(data_type, T.MapType):
+        raise StateProcessorError(
+            f"{where}: map state {name!r} needs a map column, not {data_type.simpleString()}"
+        )
+    return name, stored_kind(descriptor)

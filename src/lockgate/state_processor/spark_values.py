@@ -1,0 +1,64 @@
+"""State values as Spark takes them, and Spark's values as state holds them.
+
+Spark infers a struct from a tuple (fields ``_1``, ``_2``, ...), a named tuple or a
+``pyspark.sql.Row``; lockgate's ``Row`` is a tuple whose names Spark cannot see, so it
+becomes a Spark ``Row`` with its names (or a plain tuple without). Back from Spark, a struct
+is a ``pyspark.sql.Row``: one with Spark's tuple names (``_1``, ...) becomes a tuple again,
+another a lockgate ``Row`` with its names, and binary values (``bytearray``) become
+``bytes``, so that a key read from a savepoint and written back is the same key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Row as SparkRow
+
+from lockgate.common.types import Row
+
+_PLAIN = (int, str, float, bool, bytes, type(None))
+
+
+def to_spark(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple:
+        return tuple(to_spark(v) for v in value)
+    if kind is list:
+        return [to_spark(v) for v in value]
+    if kind is dict:
+        return {to_spark(k): to_spark(v) for k, v in value.items()}
+    if isinstance(value, Row):
+        names = object.__getattribute__(value, "_fields")
+        if names:
+            return SparkRow(**{n: to_spark(v) for n, v in zip(names, value, strict=True)})
+        return tuple(to_spark(v) for v in value)
+    if isinstance(value, tuple) and hasattr(value, "_asdict") and not isinstance(value, SparkRow):
+        return SparkRow(**{n: to_spark(v) for n, v in value._asdict().items()})
+    return value
+
+
+def _is_tuple_names(names: list[str]) -> bool:
+    return names == [f"_{i}" for i in range(1, len(names) + 1)]
+
+
+def from_spark(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if isinstance(value, SparkRow):
+        names = list(getattr(value, "__fields__", []))
+        items = [from_spark(v) for v in value]
+        if not names or _is_tuple_names(names):
+            return tuple(items)
+        return Row(**dict(zip(names, items, strict=True)))
+    if kind is bytearray:
+        return bytes(value)
+    if kind is list:
+        return [from_spark(v) for v in value]
+    if kind is dict:
+        return {from_spark(k): from_spark(v) for k, v in value.items()}
+    if kind is tuple:
+        return tuple(from_spark(v) for v in value)
+    return value

@@ -1,0 +1,105 @@
+"""Inside a Spark task: one subtask's keyed state as canonical key-group blobs, whichever
+backend wrote it.
+
+A savepoint's canonical files are read as they are. Any other manifest is restored into the
+backend that wrote it, for the subtask's key-group range, by that backend's own restore
+(``SnapshotStrategy.restore``: a heap checkpoint into dicts, a RocksDB checkpoint into an
+instance in a temporary directory that the task deletes), and each key group is exported
+with ``export_group``: the formats have one decoder each, the backends'.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+
+from lockgate.state import canonical_snapshot
+from lockgate.state.backend_settings import KeyedStateSettings
+from lockgate.state.canonical_snapshot import GroupWriter
+from lockgate.state.heap import HeapKeyedStateBackend
+from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy
+from lockgate.state.keyed_subtask import KeyedSubtask
+from lockgate.state.manifests import (
+    ROCKSDB,
+    CanonicalManifest,
+    HeapManifest,
+    KeyedStateManifest,
+)
+from lockgate.state.rocksdb import RocksDBKeyedStateBackend, RocksDBSettings
+from lockgate.state.rocksdb_snapshot_strategy import RocksDBSnapshotStrategy
+from lockgate.state.savepoint_state import group_blobs
+from lockgate.state_processor.task_records import SubtaskFiles
+
+
+def split_by_file(files: SubtaskFiles) -> list[SubtaskFiles]:
+    """One part per state file of a key-groups manifest (a heap checkpoint names many; a
+    savepoint one per subtask), so each file is read by a task of its own; a RocksDB
+    instance is one part."""
+    manifest = files.manifest
+    if not isinstance(manifest, HeapManifest | CanonicalManifest):
+        return [files]
+    by_file: dict[str, list[int]] = {}
+    for key_group, handle in sorted(manifest.groups.items()):
+        by_file.setdefault(handle.file, []).append(key_group)
+    return [
+        SubtaskFiles(
+            files.uid,
+            files.name,
+            files.subtask,
+            files.max_parallelism,
+            files.key_groups,
+            type(manifest)(manifest.kinds, {kg: manifest.groups[kg] for kg in key_groups}),
+        )
+        for key_groups in by_file.values()
+    ]
+
+
+def canonical_groups(files: SubtaskFiles) -> Iterator[tuple[int, bytes]]:
+    """(key group, canonical blob) of every key group with entries, in key-group order for
+    a restored backend."""
+    manifest = files.manifest
+    if isinstance(manifest, CanonicalManifest):
+        yield from group_blobs(manifest, canonical_snapshot.MAGIC)
+        return
+    subtask = KeyedSubtask(
+        files.uid,
+        files.name,
+        files.subtask,
+        f"read-{files.subtask}",
+        files.key_groups,
+        files.max_parallelism,
+    )
+    if isinstance(manifest, HeapManifest):
+        heap = HeapSnapshotStrategy().restore(subtask, manifest, claimed=True)
+        yield from _exported(heap, manifest.groups)
+    else:  # a RocksDB instance, or the parts of several (a restore at another parallelism)
+        yield from _rocksdb_groups(subtask, manifest)
+
+
+def _exported(
+    backend: HeapKeyedStateBackend | RocksDBKeyedStateBackend, key_groups: Iterable[int]
+) -> Iterator[tuple[int, bytes]]:
+    for key_group in sorted(key_groups):
+        writer = GroupWriter()
+        backend.export_group(key_group, writer)
+        blob = writer.finish()
+        if blob:
+            yield key_group, blob
+
+
+def _rocksdb_groups(
+    subtask: KeyedSubtask, manifest: KeyedStateManifest
+) -> Iterator[tuple[int, bytes]]:
+    local = tempfile.mkdtemp(prefix="lockgate-state-processor-")
+    try:
+        settings = KeyedStateSettings(
+            ROCKSDB, "state-processor", False, (local,), RocksDBSettings()
+        )
+        backend = RocksDBSnapshotStrategy(settings).restore(subtask, manifest, claimed=True)
+        try:
+            yield from _exported(backend, subtask.key_groups)
+        finally:
+            backend.dispose()
+    finally:
+        shutil.rmtree(local, ignore_errors=True)

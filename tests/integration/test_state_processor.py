@@ -1,0 +1,269 @@
+"""The state processor: a savepoint and retained checkpoints of both backends read as
+DataFrames (every state kind, window state, timers, metadata), a checkpoint converted into a
+savepoint; a savepoint modified and
+written anew (a value fixed, a key dropped, a new operator's state bootstrapped, the max
+parallelism changed, an operator renamed and others removed) restores into a job at another
+parallelism, whose output equals the plain-Python reference."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from state_processor_job import (
+    FIRST_EPOCH,
+    RECORDS,
+    TIMER_AT,
+    USERS,
+    WINDOW_MS,
+    build,
+    descriptors,
+    replay,
+    window_sums,
+)
+
+from lockgate.common import Configuration, RestartStrategies, Types
+from lockgate.datastream import CheckpointingMode, ExternalizedCheckpointRetention
+from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
+from lockgate.datastream.state import ListStateDescriptor, ValueStateDescriptor
+from lockgate.runtime.errors import JobExecutionError
+from lockgate.state_processor import SavepointReader, SavepointWriter, StateProcessorError
+
+USER_IDS = [f"u{i}" for i in range(USERS)]
+JOB_A_UIDS = {
+    "events",
+    "timestamps",
+    "state-kinds",
+    "window-sums",
+    "window-labels",
+    "obsolete",
+    "obsolete-sink",
+    "discard",
+}
+
+
+def configure(env, **settings: str) -> None:
+    config = Configuration()
+    for key, value in settings.items():
+        config.set_string(key, value)
+    env.configure(config)
+
+
+def stop_with_savepoint_at_first_epoch(env, target: Path) -> str:
+    master = env._job_master("job A")
+    future = master.trigger_savepoint(str(target), stop=True)
+    assert [r.stats.epoch for r in master.run() if r.stats is not None] == [1]
+    return future.result(timeout=0)
+
+
+def values(frame) -> dict:
+    return {row.key: row.value for row in frame.collect()}
+
+
+def check_first_epoch_state(reader: SavepointReader, uid: str) -> None:
+    """The state of job A after its first epoch, read back kind by kind."""
+    expected, _ = replay({}, RECORDS[:FIRST_EPOCH])
+    read = {d.name: values(reader.keyed_state(uid, d.name)) for d in descriptors()}
+    assert read["count"] == {u: s["count"] for u, s in expected.items()}
+    assert read["amounts"] == {u: s["amounts"] for u, s in expected.items()}
+    assert read["by_parity"] == {u: s["by_parity"] for u, s in expected.items()}
+    assert read["total"] == {u: s["total"] for u, s in expected.items()}
+    assert {k: tuple(v) for k, v in read["sum_count"].items()} == {
+        u: s["sum_count"] for u, s in expected.items()
+    }
+    assert read["last_seen"] == {u: s["last_seen"] for u, s in expected.items()}
+
+    timers = {tuple(row) for row in reader.timers(uid).collect()}
+    assert timers == {(u, TIMER_AT, None, "user", "event") for u in USER_IDS}
+
+    # The window still open after the first epoch: [20000, 30000), its contents and timers
+    start = 2 * WINDOW_MS
+    sums = window_sums(RECORDS[20:FIRST_EPOCH])
+    contents = reader.keyed_state("window-sums", "window-contents")
+    assert contents.columns == ["key", "namespace", "value"]
+    assert {(r.key, tuple(r.namespace), tuple(r.value)) for r in contents.collect()} == {
+        (u, (start, start + WINDOW_MS), sums[(u, start)]) for u in USER_IDS
+    }
+    window_timers = {
+        (r.key, r.timestamp, tuple(r.namespace), r.timer_service, r.time_domain)
+        for r in reader.timers("window-sums").collect()
+    }
+    assert window_timers == {
+        (u, start + WINDOW_MS - 1, (start, start + WINDOW_MS), "window", "event") for u in USER_IDS
+    }
+
+
+def test_a_savepoint_read_modified_and_written_restores_into_a_rescaled_job(
+    make_env, spark, tmp_path
+):
+    env = make_env(2, FIRST_EPOCH)
+    build(env, renamed=False)
+    savepoint = stop_with_savepoint_at_first_epoch(env, tmp_path / "savepoints")
+    reader = SavepointReader.read(spark, savepoint)
+    assert set(reader.uids()) == JOB_A_UIDS
+
+    meta = {(r.uid, r.subtask): r for r in reader.metadata().collect()}
+    first, second = meta[("state-kinds", 0)], meta[("state-kinds", 1)]
+    assert (first.parallelism, first.max_parallelism, first.backend) == (2, 128, "canonical")
+    assert (first.key_group_start, first.key_group_end) == (0, 63)
+    assert (second.key_group_start, second.key_group_end) == (64, 127)
+    assert first.states["last_seen"] == "ttl-value"
+    assert first.states["_timers/user/event"] == "timers"
+    assert first.state_bytes + second.state_bytes > 0
+    assert meta[("events", 0)].key_group_start is None
+
+    check_first_epoch_state(reader, "state-kinds")
+
+    typed = reader.keyed_state(
+        "state-kinds", ValueStateDescriptor("count", Types.INT()), key_type=Types.STRING()
+    )
+    assert typed.schema["value"].dataType == T.IntegerType()
+    assert typed.schema["key"].dataType == T.StringType()
+    stamped = reader.keyed_state("state-kinds", "last_seen", ttl_timestamps=True)
+    assert all(row.last_access_timestamp > 0 for row in stamped.collect())
+    with pytest.raises(StateProcessorError, match=r"no operator with uid 'nope'.*'state-kinds'"):
+        reader.keyed_state("nope", "count")
+    with pytest.raises(StateProcessorError, match=r"no keyed state 'nope'.*'count' \(value\)"):
+        reader.keyed_state("state-kinds", "nope")
+
+    # Modify: every state of the operator replaced by the joined DataFrame in which u0's
+    # count is fixed and u1 is dropped; a new operator bootstrapped; max parallelism doubled
+    joined = None
+    for descriptor in descriptors():
+        frame = reader.keyed_state("state-kinds", descriptor.name)
+        frame = frame.withColumnRenamed("value", descriptor.name)
+        joined = frame if joined is None else joined.join(frame, "key", "full_outer")
+    fixed = joined.filter(F.col("key") != "u1").withColumn(
+        "count", F.when(F.col("key") == "u0", F.lit(100)).otherwise(F.col("count"))
+    )
+    greetings = spark.createDataFrame(
+        [("u0", "hello u0"), ("u2", "hi u2")], "key string, greeting string"
+    )
+    target = tmp_path / "rewritten"
+    written = (
+        SavepointWriter.from_existing_savepoint(spark, savepoint)
+        .remove_operator("obsolete")
+        .remove_operator("obsolete-sink")
+        .remove_operator("discard")
+        .change_operator_identifier("state-kinds", "state-kinds-v2")
+        .with_keyed_state("state-kinds-v2", fixed, descriptors())
+        .with_keyed_state("greeter", greetings, [ValueStateDescriptor("greeting")])
+        .with_max_parallelism(256)
+        .write(str(target))
+    )
+    with pytest.raises(StateProcessorError, match=r"not empty"):
+        SavepointWriter.from_existing_savepoint(spark, savepoint).write(str(target))
+
+    rewritten = SavepointReader.read(spark, written)
+    assert set(rewritten.uids()) == JOB_A_UIDS - {
+        "obsolete",
+        "obsolete-sink",
+        "discard",
+        "state-kinds",
+    } | {"state-kinds-v2", "greeter"}
+    assert {r.max_parallelism for r in rewritten.metadata().collect()} == {256}
+    counts = values(rewritten.keyed_state("state-kinds-v2", "count"))
+    assert counts == {"u0": 100, "u2": 6, "u3": 6, "u4": 6}
+    assert values(rewritten.keyed_state("greeter", "greeting")) == {
+        "u0": "hello u0",
+        "u2": "hi u2",
+    }
+    assert len(rewritten.timers("state-kinds-v2").collect()) == USERS  # timers kept
+
+    # Restore at parallelism 3 with 256 key groups and run to the end
+    env = make_env(3, FIRST_EPOCH)
+    configure(env, **{"execution.state-recovery.path": written, "pipeline.max-parallelism": "256"})
+    output = Counter(tuple(r) for r in build(env, renamed=True).execute_and_collect())
+
+    states, _ = replay({}, RECORDS[:FIRST_EPOCH])
+    del states["u1"]
+    states["u0"]["count"] = 100
+    _, state_lines = replay(states, RECORDS[FIRST_EPOCH:])
+    greeting = {"u0": "hello u0", "u2": "hi u2"}
+    expected = Counter(state_lines)
+    expected.update(("timer", u, TIMER_AT) for u in USER_IDS)
+    expected.update(
+        ("window", *record)
+        for (_, start), record in window_sums(RECORDS).items()
+        if start >= 2 * WINDOW_MS
+    )
+    expected.update(("greeting", r[0], greeting.get(r[0])) for r in RECORDS[FIRST_EPOCH:])
+    assert output == expected
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb-incremental"])
+def test_a_retained_checkpoint_reads_as_its_savepoint_would(make_env, spark, tmp_path, backend):
+    poison = tmp_path / "poison"
+    poison.write_text("")
+    env = make_env(2, FIRST_EPOCH)
+    env.enable_checkpointing(1, CheckpointingMode.EXACTLY_ONCE)
+    checkpoint_config = env.get_checkpoint_config()
+    checkpoint_config.set_checkpoint_storage(FileSystemCheckpointStorage(str(tmp_path / "chk")))
+    checkpoint_config.set_externalized_checkpoint_retention(
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
+    env.set_restart_strategy(RestartStrategies.no_restart())
+    build(env, renamed=False, poison=str(poison), fail_at=FIRST_EPOCH + 5)
+    with pytest.raises(JobExecutionError, match="poisoned record"):
+        env.execute("job A, failing in its second epoch")
+    (job_dir,) = (tmp_path / "chk").iterdir()
+    reader = SavepointReader.read(spark, str(job_dir / "chk-1"))
+    backends = {r.backend for r in reader.metadata().collect() if r.uid == "state-kinds"}
+    assert backends == {backend.partition("-")[0]}
+    check_first_epoch_state(reader, "state-kinds")
+
+    # ... and becomes a savepoint, which the writer makes self-contained and canonical
+    converted = SavepointWriter.from_existing_savepoint(spark, str(job_dir / "chk-1")).write(
+        str(tmp_path / "converted")
+    )
+    reader = SavepointReader.read(spark, converted)
+    assert {r.backend for r in reader.metadata().collect() if r.uid == "state-kinds"} == {
+        "canonical"
+    }
+    check_first_epoch_state(reader, "state-kinds")
+
+
+def test_a_new_savepoint_from_dataframes_and_the_writer_s_checks(spark, tmp_path):
+    with pytest.raises(StateProcessorError, match=r"max parallelism must be an int in 1..32768"):
+        SavepointWriter.new_savepoint(spark, 0)
+    frame = spark.createDataFrame(
+        [((1, "a"), 3, [1, 2]), ((2, "b"), None, [])],
+        "key struct<_1 int, _2 string>, n int, l array<int>",
+    )
+    writer = SavepointWriter.new_savepoint(spark, 64)
+    with pytest.raises(
+        StateProcessorError, match=r"no key column 'user' \(its columns: key, n, l\)"
+    ):
+        writer.with_keyed_state("op", frame, [ValueStateDescriptor("n")], key_column="user")
+    with pytest.raises(StateProcessorError, match=r"list state 'n' needs an array column, not int"):
+        writer.with_keyed_state("op", frame, [ListStateDescriptor("n")])
+    with pytest.raises(StateProcessorError, match=r"has no operator with uid 'op'"):
+        writer.remove_operator("op")
+
+    writer.with_keyed_state(
+        "op", frame, [ValueStateDescriptor("n"), ListStateDescriptor("l")], parallelism=2
+    )
+    writer.with_keyed_state("other", frame.select("key", "n"), [ValueStateDescriptor("n")])
+    with pytest.raises(StateProcessorError, match=r"an operator with uid 'other' exists already"):
+        writer.change_operator_identifier("op", "other")
+    written = writer.write(str(tmp_path / "new"))
+    reader = SavepointReader.read(spark, written)
+    assert {(r.uid, r.subtask, r.max_parallelism) for r in reader.metadata().collect()} >= {
+        ("op", 0, 64),
+        ("op", 1, 64),
+    }
+    assert {tuple(r.key): r.value for r in reader.keyed_state("op", "n").collect()} == {(1, "a"): 3}
+    assert {tuple(r.key): r.value for r in reader.keyed_state("op", "l").collect()} == {
+        (1, "a"): [1, 2]
+    }
+
+    twice = spark.createDataFrame([("a", 1), ("a", 2)], "key string, n int")
+    target = tmp_path / "failed"
+    with pytest.raises(StateProcessorError, match=r"operator 'dup', state 'n': the key 'a' has"):
+        SavepointWriter.new_savepoint(spark, 8).with_keyed_state(
+            "dup", twice, [ValueStateDescriptor("n")]
+        ).write(str(target))
+    assert not target.exists()  # what the failed write wrote is gone

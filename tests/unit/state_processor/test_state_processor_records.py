@@ -1,0 +1,70 @@
+"""What the state processor's driver and tasks exchange: typed, versioned JSON records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lockgate.common.records import RecordFormatError
+from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.manifests import CanonicalManifest, FileHandle, RocksDBManifest
+from lockgate.state.snapshot import GroupHandle
+from lockgate.state_processor.task_records import (
+    KEYED,
+    TIMERS,
+    BootstrapTask,
+    EntriesTask,
+    ReadTask,
+    SubtaskFiles,
+    WriteTask,
+    WrittenSubtask,
+    dump,
+)
+
+CANONICAL = SubtaskFiles(
+    "op/1",
+    "count per key",
+    2,
+    128,
+    KeyGroupRange(86, 127),
+    CanonicalManifest({"count": "value"}, {90: GroupHandle("file:///sp/op/2.lgcs", 10, 20, 7)}),
+)
+ROCKSDB = SubtaskFiles(
+    "op",
+    "op",
+    0,
+    128,
+    KeyGroupRange(0, 63),
+    RocksDBManifest({"m": "ttl-map"}, {"000012.sst": FileHandle("s3://b/x.sst", 99)}, "t1"),
+)
+
+RECORDS = [
+    (ReadTask(CANONICAL, KEYED, "count", "value", False), ReadTask.load),
+    (ReadTask(ROCKSDB, TIMERS, "", "timers", True), ReadTask.load),
+    (EntriesTask(ROCKSDB, ("m", "_timers/user/event"), 256), EntriesTask.load),
+    (BootstrapTask("op", "key", (("a", "value"), ("b", "ttl-list")), 64, 5), BootstrapTask.load),
+    (WriteTask("op", "file:///new", "op%2F1", {"a": "value"}, 128, 3), WriteTask.load),
+    (WrittenSubtask(1, {5: GroupHandle("op/1-0.lgcs", 3, 4, 5)}, 17), WrittenSubtask.load),
+]
+
+
+@pytest.mark.parametrize(("record", "load"), RECORDS)
+def test_records_round_trip(record, load):
+    assert load(dump(record)) == record
+
+
+def test_a_record_of_another_kind_or_version_is_refused():
+    text = dump(RECORDS[0][0])
+    with pytest.raises(RecordFormatError, match=r"is a 'read' record"):
+        WriteTask.load(text)
+    raw = json.loads(text)
+    raw["version"] = 99
+    with pytest.raises(RecordFormatError, match=r"version 99"):
+        ReadTask.load(json.dumps(raw))
+    raw = json.loads(text)
+    del raw["files"]["manifest"]
+    with pytest.raises(RecordFormatError, match=r"lacks the field 'manifest'"):
+        ReadTask.load(json.dumps(raw))
+    with pytest.raises(RecordFormatError, match=r"not JSON"):
+        ReadTask.load("{")
