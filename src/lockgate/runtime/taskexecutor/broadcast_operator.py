@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lockgate.common.clock import processing_time_ms
-from lockgate.runtime.errors import UserFunctionError
+from lockgate.runtime.taskexecutor.co_operators import TwoInputOperator, TwoInputSide
 from lockgate.runtime.taskexecutor.context import (
     KeyedTimerService,
     RecordTimestamp,
     TimeDomain,
     TimerService,
 )
-from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, TimerFiringOperator
+from lockgate.runtime.taskexecutor.operators import OperatorContext
 from lockgate.runtime.taskexecutor.timer_service import InternalTimerService
 from lockgate.state.descriptors import MapStateDescriptor, StateDescriptor
 from lockgate.state.operator_state_backend import OperatorBroadcastState, ReadOnlyView
@@ -90,27 +90,9 @@ class OnTimerContext(ReadOnlyContext):
         return self.domain
 
 
-class _Input(Operator):
-    def __init__(self, owner: BroadcastProcessOperator, call: Callable[[Any], Any]):
-        super().__init__(owner.ctx)
-        self.owner = owner
-        self.call = call
-
-    def process(self, value: Any) -> None:
-        self.owner.run(self.call, value)
-
-    def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
-        key_ctx = self.owner.key_ctx
-        key_ctx.key = key
-        key_ctx.group = key_group
-        self.owner.run(self.call, value)
-
-
-class BroadcastProcessOperator(TimerFiringOperator):
+class BroadcastProcessOperator(TwoInputOperator):
     """Runs a ``BroadcastProcessFunction``, or on a keyed stream a
     ``KeyedBroadcastProcessFunction`` (with keyed state and timers)."""
-
-    handles_keys = True
 
     def __init__(
         self,
@@ -121,7 +103,6 @@ class BroadcastProcessOperator(TimerFiringOperator):
     ):
         super().__init__(ctx, function)
         self.descriptors = {d.name: d for d in descriptors}
-        self.key_ctx: Any = None
         self.keyed_backend: Any = None
         if keyed:
             backend = self.keyed_backend = ctx.keyed_backend
@@ -141,8 +122,8 @@ class BroadcastProcessOperator(TimerFiringOperator):
         process_element = function.process_element
         process_broadcast = function.process_broadcast_element
         self.inputs = {
-            1: _Input(self, self._broadcast_call(process_broadcast, broadcast_ctx)),
-            2: _Input(self, lambda value: process_element(value, element_ctx)),
+            1: TwoInputSide(self, self._broadcast_call(process_broadcast, broadcast_ctx)),
+            2: TwoInputSide(self, lambda value: process_element(value, element_ctx)),
         }
 
     def _broadcast_call(
@@ -161,24 +142,6 @@ class BroadcastProcessOperator(TimerFiringOperator):
     def open(self) -> None:
         self.operator_state()  # the broadcast state, restored
         super().open()
-
-    def input(self, index: int) -> Operator:
-        return self.inputs[index]
-
-    def process(self, value: Any) -> None:
-        raise TypeError(f"operator '{self.ctx.name}' takes its records on one of two inputs")
-
-    def run(self, call: Callable[[Any], Any], value: Any) -> None:
-        emit = self.emit
-        try:
-            result = call(value)
-            if result is not None:
-                for out in result:
-                    emit(out)
-        except UserFunctionError:
-            raise
-        except Exception as exc:
-            raise self.failure(exc, value) from exc
 
     def broadcast_state(self, descriptor: MapStateDescriptor) -> OperatorBroadcastState:
         if (

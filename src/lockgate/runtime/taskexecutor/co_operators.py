@@ -45,10 +45,10 @@ def _side_calls(kind: str, function: Any, ctx: Any) -> tuple[SideCall, SideCall]
     return (lambda value: process1(value, ctx)), (lambda value: process2(value, ctx))
 
 
-class _Input(Operator):
+class TwoInputSide(Operator):
     """One input of a two-input operator: what an input edge delivers to."""
 
-    def __init__(self, owner: CoOperator, call: SideCall):
+    def __init__(self, owner: TwoInputOperator, call: SideCall):
         super().__init__(owner.ctx)
         self.owner = owner
         self.call = call
@@ -63,32 +63,13 @@ class _Input(Operator):
         self.owner.run(self.call, value)
 
 
-class CoOperator(TimerFiringOperator):
-    """``CoMapFunction``, ``CoFlatMapFunction`` or ``CoProcessFunction`` on two inputs
-    (``kind``: "co_map", "co_flat_map", "co_process"); keyed when its inputs are."""
+class TwoInputOperator(TimerFiringOperator):
+    """Base of the operators with two inputs: ``inputs`` maps 1 and 2 to their sides;
+    ``key_ctx`` is the keyed backend's key context on keyed streams."""
 
     handles_keys = True
-
-    def __init__(self, ctx: OperatorContext, function: Any, kind: str, keyed: bool):
-        super().__init__(ctx, function)
-        self.key_ctx: Any = None
-        if keyed:
-            backend = ctx.keyed_backend
-            self.key_ctx = backend.ctx
-            self.timers = InternalTimerService(backend, "user")
-            timer_service: TimerService = KeyedTimerService(self, self.timers)
-            process_ctx: ProcessContext = KeyedProcessContext(
-                ctx.record, timer_service, backend.ctx
-            )
-            self.timer_ctx = OnTimerContext(ctx.record, timer_service, backend.ctx)
-            self.on_timer = getattr(function, "on_timer", None)
-        else:
-            advice = (
-                "key both inputs (connect(...).key_by(k1, k2)) and use a KeyedCoProcessFunction"
-            )
-            process_ctx = ProcessContext(ctx.record, TimerService(self, advice))
-        call1, call2 = _side_calls(kind, function, process_ctx)
-        self.inputs = {1: _Input(self, call1), 2: _Input(self, call2)}
+    key_ctx: Any = None
+    inputs: dict[int, TwoInputSide]
 
     def input(self, index: int) -> Operator:
         return self.inputs[index]
@@ -107,3 +88,28 @@ class CoOperator(TimerFiringOperator):
             raise  # a chained operator's, attributed where it failed
         except Exception as exc:
             raise self.failure(exc, value) from exc
+
+
+class CoOperator(TwoInputOperator):
+    """``CoMapFunction``, ``CoFlatMapFunction`` or ``CoProcessFunction`` on two inputs
+    (``kind``: "co_map", "co_flat_map", "co_process"); keyed when its inputs are."""
+
+    def __init__(self, ctx: OperatorContext, function: Any, kind: str, keyed: bool):
+        super().__init__(ctx, function)
+        if keyed:
+            backend = ctx.keyed_backend
+            self.key_ctx = backend.ctx
+            self.timers = InternalTimerService(backend, "user")
+            timer_service: TimerService = KeyedTimerService(self, self.timers)
+            process_ctx: ProcessContext = KeyedProcessContext(
+                ctx.record, timer_service, backend.ctx
+            )
+            self.timer_ctx = OnTimerContext(ctx.record, timer_service, backend.ctx)
+            self.on_timer = getattr(function, "on_timer", None)
+        else:
+            advice = (
+                "key both inputs (connect(...).key_by(k1, k2)) and use a KeyedCoProcessFunction"
+            )
+            process_ctx = ProcessContext(ctx.record, TimerService(self, advice))
+        call1, call2 = _side_calls(kind, function, process_ctx)
+        self.inputs = {1: TwoInputSide(self, call1), 2: TwoInputSide(self, call2)}
