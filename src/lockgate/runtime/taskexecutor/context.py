@@ -54,9 +54,9 @@ class SubtaskRuntimeContext:
     def get_metrics_group(self) -> None:
         return None
 
-    def keyed_state_store(self) -> Any:
-        """The keyed state backend (None: not a keyed stream's function)."""
-        return self._backend
+    def keyed_state_store(self) -> SubtaskRuntimeContext | None:
+        """Flink's KeyedStateStore: this context on a keyed stream, else None."""
+        return self if self._backend is not None else None
 
     def _keyed(self) -> Any:
         if self._backend is None:
