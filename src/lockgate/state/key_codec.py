@@ -334,25 +334,23 @@ def _enum_member(name: str, value: Any) -> Enum:
         raise ValueError(f"cannot decode a key of enum class {name}: {err}") from err
 
 
-@lru_cache(maxsize=256)
 def _named_tuple_class(name: str) -> Any:
-    module_name, _, qualname = name.partition(":")
-    try:
-        cls = _resolve(importlib.import_module(module_name), qualname)
-    except ImportError as err:
-        raise ValueError(f"cannot decode a named tuple of class {name}: {err}") from err
-    if not (isinstance(cls, type) and issubclass(cls, tuple)):
-        raise ValueError(f"cannot decode a named tuple of class {name}: no such tuple class")
+    return _class_named(name, tuple, "a named tuple of class")
+
+
+def _enum_class(name: str) -> type[Enum]:
+    cls: type[Enum] = _class_named(name, Enum, "a key of enum class")
     return cls
 
 
 @lru_cache(maxsize=256)
-def _enum_class(name: str) -> type[Enum]:
+def _class_named(name: str, base: type, what: str) -> Any:
+    """The class ``module:qualname`` names, which must derive from ``base``."""
     module_name, _, qualname = name.partition(":")
     try:
         cls = _resolve(importlib.import_module(module_name), qualname)
     except ImportError as err:
-        raise ValueError(f"cannot decode a key of enum class {name}: {err}") from err
-    if not (isinstance(cls, type) and issubclass(cls, Enum)):
-        raise ValueError(f"cannot decode a key of enum class {name}: no such Enum class")
+        raise ValueError(f"cannot decode {what} {name}: {err}") from err
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ValueError(f"cannot decode {what} {name}: no such {base.__name__} class")
     return cls
