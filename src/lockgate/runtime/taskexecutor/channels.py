@@ -14,7 +14,7 @@ subtask cuts the same batches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from pickle import HIGHEST_PROTOCOL, dumps
 from typing import Any
@@ -59,8 +59,9 @@ class ChannelWriter(Operator):
         )
         self.sequence = 0
 
-    def partition(self, buffer_index: int) -> int:
-        return buffer_index
+    def partitions(self, buffer_index: int) -> Sequence[int]:
+        """The target subtasks of a buffer's batches."""
+        return (buffer_index,)
 
     def contents(self, buffer_index: int) -> Any:
         """What a batch holds: the pickled records, and their timestamps if the edge has
@@ -77,9 +78,8 @@ class ChannelWriter(Operator):
     def flush(self, buffer_index: int) -> None:
         if self.buffers[buffer_index]:
             batch = dumps(self.contents(buffer_index), HIGHEST_PROTOCOL)
-            self.ctx.outbox.append(
-                (self.partition(buffer_index), self.edge_id, self.sequence, batch)
-            )
+            for target in self.partitions(buffer_index):
+                self.ctx.outbox.append((target, self.edge_id, self.sequence, batch))
             self.sequence += 1
 
     def end_channels(self, end: ChannelEnd) -> None:
@@ -90,7 +90,8 @@ class ChannelWriter(Operator):
         marker = end.encode()
         for buffer_index in range(len(self.buffers)):
             self.flush(buffer_index)
-            self.ctx.outbox.append((self.partition(buffer_index), self.edge_id, -1, marker))
+            for target in self.partitions(buffer_index):
+                self.ctx.outbox.append((target, self.edge_id, -1, marker))
         self.sequence = 0
 
 
@@ -100,8 +101,8 @@ class ForwardWriter(ChannelWriter):
     def __init__(self, ctx: OperatorContext, edge_id: int, bounds: BatchBounds, timestamped: bool):
         super().__init__(ctx, edge_id, 1, bounds, timestamped)
 
-    def partition(self, buffer_index: int) -> int:
-        return self.ctx.index
+    def partitions(self, buffer_index: int) -> Sequence[int]:
+        return (self.ctx.index,)
 
     def process(self, value: Any) -> None:
         data = dumps(value, HIGHEST_PROTOCOL)
@@ -129,21 +130,10 @@ class BroadcastWriter(ForwardWriter):
         timestamped: bool,
     ):
         super().__init__(ctx, edge_id, bounds, timestamped)
-        self.receivers = targets
+        self.receivers = range(targets)
 
-    def flush(self, buffer_index: int) -> None:
-        if self.buffers[0]:
-            batch = dumps(self.contents(0), HIGHEST_PROTOCOL)
-            for target in range(self.receivers):
-                self.ctx.outbox.append((target, self.edge_id, self.sequence, batch))
-            self.sequence += 1
-
-    def end_channels(self, end: ChannelEnd) -> None:
-        self.flush(0)
-        marker = end.encode()
-        for target in range(self.receivers):
-            self.ctx.outbox.append((target, self.edge_id, -1, marker))
-        self.sequence = 0
+    def partitions(self, buffer_index: int) -> Sequence[int]:
+        return self.receivers
 
 
 class RebalanceWriter(ChannelWriter):

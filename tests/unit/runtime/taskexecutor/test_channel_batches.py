@@ -17,6 +17,7 @@ from epoch_harness import HASHMAP, Cluster
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.task_deployment import BatchBounds
 from lockgate.runtime.taskexecutor.channels import (
+    BroadcastWriter,
     ForwardWriter,
     KeyGroupWriter,
     RebalanceWriter,
@@ -43,6 +44,8 @@ def make_writer(
         return ForwardWriter(ctx, 7, bounds, timestamped)
     if kind == "rebalance":
         return RebalanceWriter(ctx, 7, TARGETS, bounds, timestamped)
+    if kind == "broadcast":
+        return BroadcastWriter(ctx, 7, TARGETS, bounds, timestamped)
     return KeyGroupWriter(
         ctx, 7, TARGETS, bounds, timestamped, first, MAX_PARALLELISM, "downstream"
     )
@@ -230,3 +233,12 @@ def test_a_timestamped_edge_carries_each_records_timestamp_beside_it(kind):
     }
     targets = 1 if kind == "forward" else TARGETS
     assert markers == [ChannelEnd(1500, False)] * targets
+
+
+def test_a_broadcast_writer_sends_every_batch_and_marker_to_every_target():
+    writer = make_writer("broadcast", BatchBounds(records=4, bytes=1 << 20))
+    items = feed(writer, list(range(10)))
+    for target in range(TARGETS):
+        mine = [item for item in items if item[0] == target]
+        assert [item[2] for item in mine] == [0, 1, 2, -1]  # three batches, then the marker
+        assert [r for item in mine[:-1] for r in map(loads, loads(item[3]))] == list(range(10))
