@@ -370,28 +370,24 @@ class Subtask:
                 backends[operator.ctx.uid] = backend
         return backends
 
-    def snapshot_operator_state(
-        self, backends: dict[str, OperatorStateBackend], storage: Storage, tag: str
+    def write_operator_state(
+        self,
+        backends: dict[str, OperatorStateBackend],
+        storage: Storage,
+        tag: str,
+        savepoint: bool,
     ) -> dict[str, OperatorStateHandle]:
-        """Write the operator states of ``snapshot_functions`` into the job's state files (a
-        file of the previous epoch is named again when nothing changed)."""
-        handles = {}
-        for uid, backend in backends.items():
-            handle = backend.snapshot(storage, f"operator/{uid}/{self.index}-{tag}.lgos", True)
-            if handle is not None:
-                handles[uid] = handle
-        return handles
-
-    def savepoint_operator_state(
-        self, backends: dict[str, OperatorStateBackend], storage: Storage, tag: str
-    ) -> dict[str, OperatorStateHandle]:
-        """Write the operator states into a savepoint's directory, named relative to it."""
+        """Write the operator states of ``snapshot_functions``: into the job's state files
+        (by URL; a file of the previous epoch is named again when nothing changed), or into
+        a savepoint's directory (by a path relative to it)."""
         handles = {}
         for uid, backend in backends.items():
             relative = f"{uid}/{self.index}-{tag}.lgos"
-            handle = backend.snapshot(storage, relative, False)
+            if not savepoint:
+                relative = f"operator/{relative}"
+            handle = backend.snapshot(storage, relative, reuse=not savepoint)
             if handle is not None:
-                handles[uid] = replace(handle, file=relative)
+                handles[uid] = replace(handle, file=relative) if savepoint else handle
         return handles
 
     def snapshot_state(

@@ -166,13 +166,13 @@ class SubtaskHost:
         backends = subtask.snapshot_functions()
         state_files = Storage(task.state_url)
         state = subtask.snapshot_state(state_files, epoch.version, task.checkpoint)
-        managed = subtask.snapshot_operator_state(backends, state_files, epoch.version)
+        managed = subtask.write_operator_state(backends, state_files, epoch.version, False)
         savepoint = savepoint_error = None
         savepoint_managed = {}
         if task.savepoint_url is not None:
             savepoint_files = Storage(task.savepoint_url)
-            savepoint_managed = subtask.savepoint_operator_state(
-                backends, savepoint_files, epoch.version
+            savepoint_managed = subtask.write_operator_state(
+                backends, savepoint_files, epoch.version, True
             )
             try:
                 savepoint = subtask.savepoint_state(savepoint_files, epoch.version)
