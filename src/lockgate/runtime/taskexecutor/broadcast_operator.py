@@ -17,13 +17,11 @@ from typing import Any
 from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.taskexecutor.co_operators import TwoInputOperator, TwoInputSide
 from lockgate.runtime.taskexecutor.context import (
-    KeyedTimerService,
     RecordTimestamp,
     TimeDomain,
     TimerService,
 )
 from lockgate.runtime.taskexecutor.operators import OperatorContext
-from lockgate.runtime.taskexecutor.timer_service import InternalTimerService
 from lockgate.state.descriptors import MapStateDescriptor, StateDescriptor
 from lockgate.state.operator_state_backend import OperatorBroadcastState, ReadOnlyView
 
@@ -63,14 +61,19 @@ class BroadcastContext(_BaseContext):
 class ReadOnlyContext(_BaseContext):
     """The other side's: broadcast state to read; on a keyed stream, timers and the key."""
 
-    __slots__ = ("_timer_service",)
+    __slots__ = ("_timer_service", "_views")
 
     def __init__(self, operator: BroadcastProcessOperator, timer_service: TimerService):
         super().__init__(operator)
         self._timer_service = timer_service
+        self._views: dict[str, ReadOnlyView] = {}
 
     def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> ReadOnlyView:
-        return ReadOnlyView(self._operator.broadcast_state(state_descriptor), state_descriptor.name)
+        state = self._operator.broadcast_state(state_descriptor)
+        view = self._views.get(state_descriptor.name)
+        if view is None:
+            view = self._views[state_descriptor.name] = ReadOnlyView(state, state_descriptor.name)
+        return view
 
     def timer_service(self) -> TimerService:
         return self._timer_service
@@ -104,13 +107,11 @@ class BroadcastProcessOperator(TwoInputOperator):
         super().__init__(ctx, function)
         self.descriptors = {d.name: d for d in descriptors}
         self.keyed_backend: Any = None
+        self.states: dict[str, OperatorBroadcastState] = {}  # declared ones, by name
         if keyed:
-            backend = self.keyed_backend = ctx.keyed_backend
-            self.key_ctx = backend.ctx
-            self.timers = InternalTimerService(backend, "user")
-            timer_service: TimerService = KeyedTimerService(self, self.timers)
+            self.keyed_backend = ctx.keyed_backend
+            timer_service: TimerService = self.keyed_timers(function)
             self.timer_ctx = OnTimerContext(self, timer_service)  # type: ignore[assignment]
-            self.on_timer = getattr(function, "on_timer", None)
         else:
             timer_service = TimerService(
                 self,
@@ -144,6 +145,10 @@ class BroadcastProcessOperator(TwoInputOperator):
         super().open()
 
     def broadcast_state(self, descriptor: MapStateDescriptor) -> OperatorBroadcastState:
+        # asked for per record: a dict lookup once the state is known
+        state = self.states.get(getattr(descriptor, "name", None))  # type: ignore[arg-type]
+        if state is not None and isinstance(descriptor, MapStateDescriptor):
+            return state
         if (
             not isinstance(descriptor, MapStateDescriptor)
             or descriptor.name not in self.descriptors
@@ -153,7 +158,8 @@ class BroadcastProcessOperator(TwoInputOperator):
                 f"broadcast state {getattr(descriptor, 'name', descriptor)!r} was not declared: "
                 f"pass its MapStateDescriptor to broadcast() (declared: {declared})"
             )
-        return self.operator_state().get_broadcast_state(descriptor)
+        state = self.states[descriptor.name] = self.operator_state().get_broadcast_state(descriptor)
+        return state
 
     def current_key(self) -> Any:
         return self.key_ctx.key if self.key_ctx is not None else None

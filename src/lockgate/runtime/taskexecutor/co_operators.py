@@ -71,6 +71,14 @@ class TwoInputOperator(TimerFiringOperator):
     key_ctx: Any = None
     inputs: dict[int, TwoInputSide]
 
+    def keyed_timers(self, function: Any) -> KeyedTimerService:
+        """On keyed streams: the key context, the user's timers and ``on_timer``."""
+        backend = self.ctx.keyed_backend
+        self.key_ctx = backend.ctx
+        self.timers = InternalTimerService(backend, "user")
+        self.on_timer = getattr(function, "on_timer", None)
+        return KeyedTimerService(self, self.timers)
+
     def input(self, index: int) -> Operator:
         return self.inputs[index]
 
@@ -97,15 +105,11 @@ class CoOperator(TwoInputOperator):
     def __init__(self, ctx: OperatorContext, function: Any, kind: str, keyed: bool):
         super().__init__(ctx, function)
         if keyed:
-            backend = ctx.keyed_backend
-            self.key_ctx = backend.ctx
-            self.timers = InternalTimerService(backend, "user")
-            timer_service: TimerService = KeyedTimerService(self, self.timers)
+            timer_service = self.keyed_timers(function)
             process_ctx: ProcessContext = KeyedProcessContext(
-                ctx.record, timer_service, backend.ctx
+                ctx.record, timer_service, self.key_ctx
             )
-            self.timer_ctx = OnTimerContext(ctx.record, timer_service, backend.ctx)
-            self.on_timer = getattr(function, "on_timer", None)
+            self.timer_ctx = OnTimerContext(ctx.record, timer_service, self.key_ctx)
         else:
             advice = (
                 "key both inputs (connect(...).key_by(k1, k2)) and use a KeyedCoProcessFunction"
