@@ -54,18 +54,11 @@ class AggregatingState(MergingState):
     pass
 
 
-class MapState(State):
+class _MapReads(ABC):
+    """The reading half of a map-shaped state (map state, broadcast state)."""
+
     @abstractmethod
     def get(self, key: Any) -> Any: ...
-
-    @abstractmethod
-    def put(self, key: Any, value: Any) -> None: ...
-
-    @abstractmethod
-    def put_all(self, dict_value: dict[Any, Any]) -> None: ...
-
-    @abstractmethod
-    def remove(self, key: Any) -> None: ...
 
     @abstractmethod
     def contains(self, key: Any) -> bool: ...
@@ -85,12 +78,6 @@ class MapState(State):
     def __getitem__(self, key: Any) -> Any:
         return self.get(key)
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.put(key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self.remove(key)
-
     def __contains__(self, key: Any) -> bool:
         return self.contains(key)
 
@@ -98,52 +85,33 @@ class MapState(State):
         return iter(self.keys())
 
 
-class ReadOnlyBroadcastState(State):
+class _MapWrites(ABC):
+    """The writing half of a map-shaped state."""
+
+    @abstractmethod
+    def put(self, key: Any, value: Any) -> None: ...
+
+    @abstractmethod
+    def put_all(self, dict_value: dict[Any, Any]) -> None: ...
+
+    @abstractmethod
+    def remove(self, key: Any) -> None: ...
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.remove(key)
+
+
+class MapState(_MapReads, _MapWrites, State):
+    pass
+
+
+class ReadOnlyBroadcastState(_MapReads, State):
     """Broadcast state as the non-broadcast side of a broadcast function sees it."""
 
-    @abstractmethod
-    def get(self, key: Any) -> Any: ...
 
-    @abstractmethod
-    def contains(self, key: Any) -> bool: ...
-
-    @abstractmethod
-    def items(self) -> Iterable[tuple[Any, Any]]: ...
-
-    @abstractmethod
-    def keys(self) -> Iterable[Any]: ...
-
-    @abstractmethod
-    def values(self) -> Iterable[Any]: ...
-
-    @abstractmethod
-    def is_empty(self) -> bool: ...
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.get(key)
-
-    def __contains__(self, key: Any) -> bool:
-        return self.contains(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.keys())
-
-
-class BroadcastState(ReadOnlyBroadcastState):
+class BroadcastState(_MapWrites, ReadOnlyBroadcastState):
     """Broadcast state as the broadcast side (or a ``CheckpointedFunction``) sees it: the
     same contents on every subtask, as long as every subtask makes the same changes."""
-
-    @abstractmethod
-    def put(self, key: Any, value: Any) -> None: ...
-
-    @abstractmethod
-    def put_all(self, dict_value: dict[Any, Any]) -> None: ...
-
-    @abstractmethod
-    def remove(self, key: Any) -> None: ...
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.put(key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self.remove(key)
