@@ -184,14 +184,11 @@ class OperatorStateBackend:
         name: str = descriptor.name
         return name
 
-    def is_empty(self) -> bool:
-        return not self.lists and not self.broadcasts
-
     def snapshot(self, storage: Storage, relative: str, reuse: bool) -> OperatorStateHandle | None:
         """Write every state to ``relative`` under ``storage`` and return its handle (by
         URL); None when there is no state. ``reuse``: when nothing changed since the last
         snapshot, name that one's file again instead."""
-        if self.is_empty():
+        if not self.lists and not self.broadcasts:
             return None
         states: dict[str, tuple[str, list[Any]]] = {
             name: (mode, state.elements) for name, (mode, state) in self.lists.items()
