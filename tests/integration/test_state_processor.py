@@ -8,9 +8,9 @@ parallelism, whose output equals the plain-Python reference."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from exactly_once_job import stop_with_savepoint_at_first_epoch
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from state_processor_job import (
@@ -50,13 +50,6 @@ def configure(env, **settings: str) -> None:
     for key, value in settings.items():
         config.set_string(key, value)
     env.configure(config)
-
-
-def stop_with_savepoint_at_first_epoch(env, target: Path) -> str:
-    master = env._job_master("job A")
-    future = master.trigger_savepoint(str(target), stop=True)
-    assert [r.stats.epoch for r in master.run() if r.stats is not None] == [1]
-    return future.result(timeout=0)
 
 
 def values(frame) -> dict:

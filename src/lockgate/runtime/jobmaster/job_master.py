@@ -143,13 +143,18 @@ class JobMaster:
     ) -> Future[str]:
         """A savepoint at the next epoch boundary, under ``directory`` or the configured
         savepoint directory; with ``stop`` the job ends with it (``drain``: after the end of
-        event time). Safe to call from any thread; the future resolves to its path."""
+        event time). Safe to call from any thread; the future resolves to its path, or
+        fails with a ``SavepointError``."""
         target = directory or self.settings.savepoint_dir
         if target is None:
-            raise SavepointError(
-                f"no savepoint directory: pass one, set '{options.SAVEPOINT_DIR.key}', or call "
-                "env.set_default_savepoint_directory()"
+            failed: Future[str] = Future()
+            failed.set_exception(
+                SavepointError(
+                    f"no savepoint directory: pass one, set '{options.SAVEPOINT_DIR.key}', or "
+                    "call env.set_default_savepoint_directory()"
+                )
             )
+            return failed
         return self.savepoints.add(SavepointRequest(target, stop, drain))
 
     # The loop ------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.job_status import JobStatus
 from lockgate.runtime.errors import JobCancellationError, JobExecutionError
 from lockgate.runtime.jobmaster.job_master import JobMaster
-from lockgate.runtime.jobmaster.savepoints import SavepointError
 
 log = logging.getLogger("lockgate")
 
@@ -71,12 +70,7 @@ class JobRunner:
         return cancelled
 
     def trigger_savepoint(self, directory: str | None, stop: bool, drain: bool) -> Future[str]:
-        try:
-            return self.master.trigger_savepoint(directory, stop, drain)
-        except SavepointError as exc:
-            failed: Future[str] = Future()
-            failed.set_exception(exc)
-            return failed
+        return self.master.trigger_savepoint(directory, stop, drain)
 
     def _run(self) -> None:
         # the status goes first: who sees the result sees the status it ended with
