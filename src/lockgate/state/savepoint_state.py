@@ -4,7 +4,7 @@ groups, whichever backend and parallelism wrote them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from lockgate.checkpoint.storage import Storage, read_url
@@ -50,8 +50,16 @@ def write_savepoint_state(
 ) -> CanonicalManifest:
     """Write every key group of ``backend`` to ``relative`` under ``storage`` (a savepoint's
     directory) and return the manifest, with ``relative`` as the file's name."""
-    blobs: dict[int, bytes] = {}
-    for key_group in backend.key_groups:
+    blobs = dict(export_groups(backend, backend.key_groups, subtask))
+    return write_canonical_file(storage, relative, backend.kinds, blobs)
+
+
+def export_groups(
+    backend: CanonicalBackend, key_groups: Iterable[int], subtask: KeyedSubtask
+) -> Iterator[tuple[int, bytes]]:
+    """(key group, canonical blob) of each of ``key_groups`` that has entries, in order; a
+    key without a portable encoding fails naming ``subtask``."""
+    for key_group in sorted(key_groups):
         writer = GroupWriter()
         try:
             backend.export_group(key_group, writer)
@@ -59,12 +67,20 @@ def write_savepoint_state(
             raise CanonicalKeyError(f"{subtask.describe()}: {exc}") from None
         blob = writer.finish()
         if blob:
-            blobs[key_group] = blob
+            yield key_group, blob
+
+
+def write_canonical_file(
+    storage: Storage, relative: str, kinds: Mapping[str, str], blobs: dict[int, bytes]
+) -> CanonicalManifest:
+    """Write canonical key-group ``blobs`` as a new file ``relative`` under ``storage`` (a
+    name only this task attempt writes: an existing file is an error, never replaced);
+    its manifest, naming the file by ``relative``. No blobs: no file."""
     if not blobs:
-        return CanonicalManifest(backend.kinds, {})
-    data, positions = canonical_snapshot.encode_file(backend.kinds, blobs)
-    storage.write_bytes(relative, data)
+        return CanonicalManifest(kinds, {})
+    data, positions = canonical_snapshot.encode_file(dict(kinds), blobs)
+    storage.create(relative, data)
     return CanonicalManifest(
-        backend.kinds,
+        kinds,
         {kg: snapshot.GroupHandle(relative, *position) for kg, position in positions.items()},
     )

@@ -17,7 +17,6 @@ from typing import Any
 from pyspark import TaskContext
 
 from lockgate.checkpoint.storage import Storage
-from lockgate.state import canonical_snapshot
 from lockgate.state.canonical_snapshot import GroupWriter, decode_sub, read_entries, shape
 from lockgate.state.key_codec import (
     NonPortableKeyError,
@@ -25,9 +24,9 @@ from lockgate.state.key_codec import (
     encode_key,
     encode_portable_key,
 )
-from lockgate.state.key_groups import key_group_for_hash, operator_index_for_key_group
+from lockgate.state.key_groups import key_group_for_hash
 from lockgate.state.key_hash import stable_key_hash
-from lockgate.state.snapshot import GroupHandle
+from lockgate.state.savepoint_state import write_canonical_file
 from lockgate.state.ttl import is_ttl_kind, raw_kind
 from lockgate.state_processor.errors import StateProcessorError
 from lockgate.state_processor.spark_values import from_spark
@@ -101,11 +100,6 @@ def _pickled(value: Any) -> bytes:
     return dumps(value, HIGHEST_PROTOCOL)
 
 
-def subtask_of(max_parallelism: int, parallelism: int, key_group: int) -> int:
-    """The partitioner of entries by key group: partition i is subtask i."""
-    return operator_index_for_key_group(max_parallelism, parallelism, key_group)
-
-
 def write_subtask(
     task_text: str, index: int, entries: Iterable[tuple[int, tuple[str, str, bytes, bytes, bytes]]]
 ) -> Iterator[str]:
@@ -136,12 +130,11 @@ def write_subtask(
         count += 1
     if current >= 0:
         blobs[current] = writer.finish()
-    groups: dict[int, GroupHandle] = {}
-    if blobs:
-        data, positions = canonical_snapshot.encode_file(task.kinds, blobs)
-        context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else 0
-        relative = f"{task.prefix}/{index}-{attempt}.lgcs"
-        Storage(task.directory).write_bytes(relative, data)
-        groups = {kg: GroupHandle(relative, *position) for kg, position in positions.items()}
-    yield dump(WrittenSubtask(index, groups, count))
+    # Named by the attempt's id, unique in the application (attempt numbers start again
+    # when Spark resubmits a stage): two attempts never write one file. complete_savepoint
+    # removes the losers' files.
+    context = TaskContext.get()
+    attempt = context.taskAttemptId() if context is not None else 0
+    relative = f"{task.prefix}/{index}-{attempt}.lgcs"
+    manifest = write_canonical_file(Storage(task.directory), relative, task.kinds, blobs)
+    yield dump(WrittenSubtask(index, dict(manifest.groups), count))

@@ -8,6 +8,7 @@ import re
 _TASK_ERROR = re.compile(
     r"lockgate\.(?:state_processor\.errors\.StateProcessorError|"
     r"state\.snapshot\.SnapshotFormatError|state\.rocksdb\.StateBackendError|"
+    r"state\.canonical_snapshot\.CanonicalKeyError|"
     r"common\.records\.RecordFormatError): ([^\n]+)"
 )
 

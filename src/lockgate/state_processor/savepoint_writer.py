@@ -29,16 +29,17 @@ from lockgate.common.clock import processing_time_ms
 from lockgate.state.descriptors import StateDescriptor
 from lockgate.state.key_groups import (
     UPPER_BOUND_MAX_PARALLELISM,
+    check_parallelism,
     key_group_range,
+    operator_index_for_key_group,
 )
 from lockgate.state.manifests import CanonicalManifest
-from lockgate.state.ttl import stored_kind
+from lockgate.state.ttl import RAW_KINDS, stored_kind
 from lockgate.state_processor import task_records
 from lockgate.state_processor.canonical_entries import (
     Entry,
     bootstrap_entries,
     existing_entries,
-    subtask_of,
     write_subtask,
 )
 from lockgate.state_processor.errors import StateProcessorError, task_failure
@@ -54,8 +55,6 @@ from lockgate.state_processor.task_records import (
     WriteTask,
     WrittenSubtask,
 )
-
-_BOOTSTRAP_KINDS = ("value", "list", "map", "reducing", "aggregating")
 
 
 @dataclass
@@ -262,6 +261,10 @@ class SavepointWriter:
             (max_parallelism,) = shared
         if parallelism is None:
             parallelism = min(self.spark.sparkContext.defaultParallelism, max_parallelism)
+        try:
+            check_parallelism(parallelism, max_parallelism)
+        except (TypeError, ValueError) as exc:
+            raise StateProcessorError(f"new operator {uid!r}: {exc}") from None
         operator = _Operator(uid, name or uid, parallelism, max_parallelism, True, None, {})
         self._operators[uid] = operator
         return operator
@@ -277,14 +280,13 @@ class SavepointWriter:
                 f"cannot write a savepoint into {directory.url}: the directory is not empty"
             )
         try:
-            body = self._write_operators(directory)
+            return complete_savepoint(directory, self._write_operators(directory))
         except Exception as exc:
             directory.remove("")  # it was empty: what is there now is this write's
             failure = task_failure(exc)
             if failure is None:
                 raise
             raise failure from None
-        return complete_savepoint(directory, body)
 
     def _write_operators(self, directory: Storage) -> CheckpointMetadata:
         operators: dict[str, OperatorState] = {}
@@ -335,19 +337,12 @@ class SavepointWriter:
             parts.append(selected.rdd.mapPartitions(partial(bootstrap_entries, task)))
         entries = context.union(parts) if parts else context.parallelize([], 1)
         kinds = operator.kinds()
-        write = WriteTask(
-            operator.uid,
-            directory.url,
-            quote(operator.uid, safe=""),
-            kinds,
-            max_parallelism,
-            operator.parallelism,
-        )
+        write = WriteTask(operator.uid, directory.url, quote(operator.uid, safe=""), kinds)
         written = (
             entries.map(lambda entry: (entry[0], entry[1:]))
             .repartitionAndSortWithinPartitions(
                 operator.parallelism,
-                partial(subtask_of, max_parallelism, operator.parallelism),
+                partial(operator_index_for_key_group, max_parallelism, operator.parallelism),
             )
             .mapPartitionsWithIndex(partial(write_subtask, task_records.dump(write)))
             .collect()
@@ -399,7 +394,7 @@ def _declared_state(
             f"ListStateDescriptor, ...), got {descriptor!r}"
         )
     name = descriptor.name
-    if descriptor.kind not in _BOOTSTRAP_KINDS:
+    if descriptor.kind not in RAW_KINDS:
         raise StateProcessorError(f"{where}: cannot bootstrap {descriptor!r}")
     if name == key_column or name not in columns:
         raise StateProcessorError(

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from lockgate.state import canonical_snapshot
 from lockgate.state.backend_settings import KeyedStateSettings
-from lockgate.state.canonical_snapshot import GroupWriter
-from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import (
@@ -26,9 +24,9 @@ from lockgate.state.manifests import (
     HeapManifest,
     KeyedStateManifest,
 )
-from lockgate.state.rocksdb import RocksDBKeyedStateBackend, RocksDBSettings
+from lockgate.state.rocksdb import RocksDBSettings
 from lockgate.state.rocksdb_snapshot_strategy import RocksDBSnapshotStrategy
-from lockgate.state.savepoint_state import group_blobs
+from lockgate.state.savepoint_state import export_groups, group_blobs
 from lockgate.state_processor.task_records import SubtaskFiles
 
 
@@ -72,20 +70,9 @@ def canonical_groups(files: SubtaskFiles) -> Iterator[tuple[int, bytes]]:
     )
     if isinstance(manifest, HeapManifest):
         heap = HeapSnapshotStrategy().restore(subtask, manifest, claimed=True)
-        yield from _exported(heap, manifest.groups)
+        yield from export_groups(heap, manifest.groups, subtask)
     else:  # a RocksDB instance, or the parts of several (a restore at another parallelism)
         yield from _rocksdb_groups(subtask, manifest)
-
-
-def _exported(
-    backend: HeapKeyedStateBackend | RocksDBKeyedStateBackend, key_groups: Iterable[int]
-) -> Iterator[tuple[int, bytes]]:
-    for key_group in sorted(key_groups):
-        writer = GroupWriter()
-        backend.export_group(key_group, writer)
-        blob = writer.finish()
-        if blob:
-            yield key_group, blob
 
 
 def _rocksdb_groups(
@@ -98,7 +85,7 @@ def _rocksdb_groups(
         )
         backend = RocksDBSnapshotStrategy(settings).restore(subtask, manifest, claimed=True)
         try:
-            yield from _exported(backend, subtask.key_groups)
+            yield from export_groups(backend, subtask.key_groups, subtask)
         finally:
             backend.dispose()
     finally:

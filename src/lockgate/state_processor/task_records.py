@@ -218,8 +218,6 @@ class WriteTask:
     directory: str  # URL of the new savepoint's directory
     prefix: str  # the operator's directory in it (relative)
     kinds: dict[str, str]  # every state of the operator
-    max_parallelism: int
-    parallelism: int
 
     def to_json(self) -> dict[str, Any]:
         return envelope(
@@ -231,8 +229,6 @@ class WriteTask:
                 "directory": self.directory,
                 "prefix": self.prefix,
                 "kinds": self.kinds,
-                "max_parallelism": self.max_parallelism,
-                "parallelism": self.parallelism,
             },
         )
 
@@ -245,8 +241,6 @@ class WriteTask:
             field(raw, "directory", str, where),
             field(raw, "prefix", str, where),
             _kinds(raw, "kinds", where),
-            field(raw, "max_parallelism", int, where),
-            field(raw, "parallelism", int, where),
         )
 
 

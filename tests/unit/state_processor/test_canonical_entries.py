@@ -19,7 +19,6 @@ from lockgate.state.savepoint_state import restore_canonical
 from lockgate.state_processor.canonical_entries import (
     bootstrap_entries,
     existing_entries,
-    subtask_of,
     write_subtask,
 )
 from lockgate.state_processor.errors import StateProcessorError
@@ -77,7 +76,7 @@ def test_a_key_without_a_portable_encoding_or_null_is_refused():
 
 
 def write(tmp_path, entries, kinds, parallelism=1, index=0, max_parallelism=MAX_P):
-    task = WriteTask("op", str(tmp_path), "op", kinds, max_parallelism, parallelism)
+    task = WriteTask("op", str(tmp_path), "op", kinds)
     pairs = sorted(((e[0], e[1:]) for e in entries), key=lambda pair: pair[0])
     (text,) = write_subtask(dump(task), index, pairs)
     return WrittenSubtask.load(text)
@@ -123,7 +122,3 @@ def test_existing_state_is_hashed_into_the_new_key_groups(tmp_path, source):
     assert {(e[0], decode_key(e[3])) for e in existing_entries(dump(kept))} == {
         (group_of(k), k) for k in KEYS
     }
-
-
-def test_subtask_of_is_flinks_operator_index():
-    assert [subtask_of(128, 3, kg) for kg in (0, 42, 43, 85, 86, 127)] == [0, 0, 1, 1, 2, 2]

@@ -44,7 +44,7 @@ RECORDS = [
     (ReadTask(ROCKSDB, TIMERS, "", "timers", True), ReadTask.load),
     (EntriesTask(ROCKSDB, ("m", "_timers/user/event"), 256), EntriesTask.load),
     (BootstrapTask("op", "key", (("a", "value"), ("b", "ttl-list")), 64, 5), BootstrapTask.load),
-    (WriteTask("op", "file:///new", "op%2F1", {"a": "value"}, 128, 3), WriteTask.load),
+    (WriteTask("op", "file:///new", "op%2F1", {"a": "value"}), WriteTask.load),
     (WrittenSubtask(1, {5: GroupHandle("op/1-0.lgcs", 3, 4, 5)}, 17), WrittenSubtask.load),
 ]
 

@@ -7,8 +7,12 @@ import shutil
 
 import pytest
 from pyspark.sql import Row as SparkRow
-from state_files_fixture import KEYS, MAX_P, NOW, WRITERS, files, group_of
+from state_files_fixture import KEYS, MAX_P, NOW, RANGE, WRITERS, files, group_of, subtask
 
+from lockgate.checkpoint.storage import Storage
+from lockgate.state.canonical_snapshot import CanonicalKeyError
+from lockgate.state.descriptors import ValueStateDescriptor
+from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import CanonicalManifest, HeapManifest, RocksDBRescaleManifest
 from lockgate.state.snapshot import GroupHandle
@@ -108,3 +112,26 @@ def test_a_rocksdb_restore_at_another_parallelism_reads_its_own_key_groups(tmp_p
     assert sorted(kg for kg, _ in canonical_groups(rescaled)) == sorted(
         {group_of(k) for k in KEYS} & set(half)
     )
+
+
+class Opaque:
+    """A key with no portable encoding (a checkpoint may hold it, pickled)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        return self.n
+
+    def __eq__(self, other):
+        return isinstance(other, Opaque) and other.n == self.n
+
+
+def test_a_checkpoint_key_without_a_portable_encoding_fails_naming_the_operator(tmp_path):
+    strategy = HeapSnapshotStrategy()
+    backend = strategy.restore(subtask("opaque-counts"), None, True)
+    backend.set_current_key(RANGE.start, Opaque(1))
+    backend.get_state(ValueStateDescriptor("count")).update(1)
+    snapshot = strategy.snapshot(backend, subtask(), Storage(str(tmp_path)), "t1", True)
+    with pytest.raises(CanonicalKeyError, match=r"uid 'opaque-counts'.*state 'count'.*Opaque"):
+        list(canonical_groups(files(snapshot.changes, uid="opaque-counts")))
