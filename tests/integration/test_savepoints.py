@@ -14,6 +14,7 @@ from exactly_once_job import (
     assert_committed_output_exact,
     build_job,
     checkpointed_env,
+    committed_lines,
     file_sink,
     recovery_settings,
     stop_with_savepoint_at_first_epoch,
@@ -86,21 +87,23 @@ def test_a_path_that_is_not_a_savepoint_is_refused(make_env, tmp_path, path, mes
         env.execute("from no savepoint")
 
 
-def test_a_savepoint_of_keys_without_a_portable_encoding_fails_and_the_job_goes_on(
-    make_env, tmp_path
-):
+def test_a_stop_whose_savepoint_fails_does_not_stop_the_job(make_env, tmp_path):
+    """Keys without a portable encoding fail the savepoint, not the job; and a stop whose
+    savepoint failed does not stop it (Flink's job also keeps running)."""
     env = checkpointed_env(make_env, tmp_path / "checkpoints", 2)
+    records = 5 * 40  # five epochs of 40
     (
-        env.from_collection([(0, i) for i in range(40)])
+        env.from_collection([(0, i) for i in range(records)])
         .key_by(lambda r: OpaqueKey(r[1] % 4))
         .process(CountPerKey())
         .uid("opaque-counts")
         .sink_to(file_sink(tmp_path / "out"))
     )
     master = env._job_master("opaque keys")
-    future = master.trigger_savepoint(str(tmp_path / "savepoints"))
-    assert [r.stats.epoch for r in master.run() if r.stats is not None] == [1]
+    future = master.trigger_savepoint(str(tmp_path / "savepoints"), stop=True)
+    assert [r.stats.epoch for r in master.run() if r.stats is not None] == [1, 2, 3, 4, 5]
     with pytest.raises(SavepointError, match=r"opaque-counts.*state 'count'.*OpaqueKey"):
         future.result(timeout=0)
+    assert sum(committed_lines(tmp_path / "out").values()) == records
     target = tmp_path / "savepoints"
     assert not target.exists() or list(target.iterdir()) == []  # the failed one is gone

@@ -22,7 +22,7 @@ from lockgate.state.rocksdb import RocksDBSettings
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
-DESCRIPTOR_VERSION = 3
+DESCRIPTOR_VERSION = 4
 RESTORE_VERSION = 3
 
 
@@ -97,7 +97,6 @@ class TaskDeploymentDescriptor:
     epoch: int
     end_of_input: bool  # every source is read to its end after this epoch
     source_ends: bool  # this source task's input is read to its end after this epoch
-    last: bool  # the job ends after this epoch: its subtasks close (end of input, a stop)
     savepoint_url: str | None  # the epoch ends with a savepoint: its directory
     tag: str  # names this epoch's state files; unique per run and try
     checkpoint: bool  # this epoch ends with a checkpoint
@@ -120,7 +119,6 @@ class TaskDeploymentDescriptor:
             "epoch": self.epoch,
             "end_of_input": self.end_of_input,
             "source_ends": self.source_ends,
-            "last": self.last,
             "savepoint_url": self.savepoint_url,
             "tag": self.tag,
             "checkpoint": self.checkpoint,
@@ -150,7 +148,6 @@ class TaskDeploymentDescriptor:
             epoch=field(body, "epoch", int, where),
             end_of_input=field(body, "end_of_input", bool, where),
             source_ends=field(body, "source_ends", bool, where),
-            last=field(body, "last", bool, where),
             savepoint_url=field(body, "savepoint_url", (str, type(None)), where),
             tag=field(body, "tag", str, where),
             checkpoint=field(body, "checkpoint", bool, where),

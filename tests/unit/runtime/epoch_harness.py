@@ -258,7 +258,6 @@ class Cluster:
             epoch=epoch,
             end_of_input=False,
             source_ends=False,
-            last=False,
             savepoint_url=None,
             tag=tag,
             checkpoint=checkpoint,

@@ -17,7 +17,6 @@ class EpochPlan:
     ack_dir: str  # in the work directory: one acknowledgement per subtask attempt
     end_of_input: bool  # the sources are read to their end after this epoch
     sources_ending: frozenset[int]  # the source tasks read to their end after this epoch
-    last: bool  # the job ends with this epoch (end of input, or a stop with a savepoint)
     savepoint_url: str | None  # the epoch ends with a savepoint: its directory
     checkpoint: bool  # the epoch ends with a checkpoint
     inject_failure: bool  # tests: every subtask fails after its snapshot, before its ack

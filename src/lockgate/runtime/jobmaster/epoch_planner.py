@@ -80,8 +80,7 @@ class EpochPlanner:
         frame = self._frame(state.epoch + 1, generation, ending, checkpoint, assignments)
         if savepoint is not None:
             assert savepoint.directory is not None
-            last = frame.last or savepoint.stop
-            frame = replace(frame, last=last, savepoint_url=savepoint.directory.url)
+            frame = replace(frame, savepoint_url=savepoint.directory.url)
         restores = {
             vertex.id: [restore.encode() for restore in state.restore_for(vertex, frame.run)]
             for vertex in self.job.vertices
@@ -166,7 +165,6 @@ class EpochPlanner:
             ack_dir=f"epochs/{tag}",
             end_of_input=end_of_input,
             sources_ending=ending,
-            last=end_of_input,
             savepoint_url=None,
             checkpoint=checkpoint,
             inject_failure=self.injector.take("after-snapshot-before-ack", epoch),
@@ -194,7 +192,6 @@ class EpochPlanner:
                     epoch=frame.epoch,
                     end_of_input=frame.end_of_input,
                     source_ends=vertex.id in frame.sources_ending,
-                    last=frame.last,
                     savepoint_url=frame.savepoint_url,
                     tag=frame.tag,
                     checkpoint=frame.checkpoint,

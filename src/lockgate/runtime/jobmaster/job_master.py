@@ -89,7 +89,8 @@ class JobMaster:
         self.results = CollectedResults()
         self._cancelled = threading.Event()
         self.savepoints = PendingSavepoints()
-        self._finished = False  # the last epoch read the sources to their end
+        self._finished = False  # the sources are read to their end, or a stop's savepoint taken
+        self._subtasks_closed = False  # they close themselves at the end of the input
         self.placement = SubtaskPlacement()
         self.spark_job = EpochJob(self.sc, job, self.placement)
         # by the graph's shape, and the sources' enumerators: a file's cannot plan ahead
@@ -197,7 +198,7 @@ class JobMaster:
             except SPARK_JOB_FAILURES as exc:  # the session may be gone; the job's error matters
                 log.warning("could not cancel the next epoch's source stages: %s", exc)
             self.spark_job.close()
-            if status != "FINISHED":  # else every subtask closed at the end of its input
+            if not self._subtasks_closed:
                 self._release_subtasks()
             self.summary.finished = time.monotonic()
             self.summary.checkpoints = list(self.coordinator.history)
@@ -222,10 +223,11 @@ class JobMaster:
             result = self._run_epoch(spark_job, graph, request)
             if result is None:
                 raise SavepointError("its epoch timed out and runs again without it")
-        except BaseException as exc:
+        except SavepointError as exc:
             savepoints.fail(request, exc)
-            if isinstance(exc, SavepointError):
-                return None
+            return None
+        except BaseException as exc:
+            savepoints.fail(request, SavepointError(f"the savepoint's epoch failed: {exc}"))
             raise
         return result
 
@@ -233,6 +235,7 @@ class JobMaster:
         self, spark_job: EpochJob, graph: Any, savepoint: SavepointRequest | None
     ) -> EpochResult | None:
         plan, sources = (None, None) if savepoint is not None else self._take_ahead(graph)
+        stop = savepoint is not None and savepoint.stop
         ahead = sources is not None
         if plan is None:
             plan = self.planner.plan(
@@ -253,7 +256,8 @@ class JobMaster:
             if sources is None and self.pipelined:
                 sources = spark_job.submit_sources(plan, enumerators, description)
             running = spark_job.start(plan, enumerators, description, timeout, sources)
-            if sources is not None and not plan.last and not self._cancelled.is_set():
+            ends = plan.end_of_input or stop
+            if sources is not None and not ends and not self._cancelled.is_set():
                 self._ahead = self._run_ahead(plan, running, sources, graph)
             output = running.result()
         except EpochTimeout:
@@ -286,12 +290,15 @@ class JobMaster:
         if not commits_on_checkpoint:
             self.results.release()
         checkpoint_id = (
-            self.finalizer.finalize(plan.epoch, started, plan.last) if plan.checkpoint else None
+            self.finalizer.finalize(plan.epoch, started, ends) if plan.checkpoint else None
         )
+        stopped = False
         if savepoint is not None:
-            savepoints.complete(
+            taken = savepoints.complete(
                 savepoint, self.state, acks, self.settings.job_id, checkpoint_id or 0, plan.epoch
             )
+            # A stop whose savepoint failed does not stop: the job goes on, as in Flink
+            stopped = stop and taken
         settled = self.state.committed_epoch if commits_on_checkpoint else plan.epoch
         self.staged.sweep(settled, plan.epoch)
         stats = EpochStats(
@@ -307,7 +314,8 @@ class JobMaster:
         self.summary.epochs.append(stats)
         if self.progress is not None:
             self.progress.report(stats)
-        self._finished = plan.last
+        self._finished = plan.end_of_input or stopped
+        self._subtasks_closed = plan.end_of_input
         return EpochResult(stats, self.results.take())
 
     def _run_ahead(

@@ -77,13 +77,14 @@ def complete(
     job_id: str,
     checkpoint_id: int,
     epoch: int,
-) -> None:
-    """Write the savepoint of the accepted ``epoch`` and resolve the request."""
+) -> bool:
+    """Write the savepoint of the accepted ``epoch`` and resolve the request; whether the
+    savepoint was taken."""
     assert request.directory is not None
     errors = [a.savepoint_error for a in acks if a.savepoint_error is not None]
     if errors:
         fail(request, SavepointError(errors[0]))
-        return
+        return False
     keyed = {(a.vertex, a.subtask): a.savepoint for a in acks if a.savepoint is not None}
     managed = {(a.vertex, a.subtask): a.savepoint_managed for a in acks}
     operators = state.checkpoint_operators(keyed, managed)
@@ -92,17 +93,19 @@ def complete(
         url = complete_savepoint(request.directory, body)
     except OSError as exc:  # the epoch stands: only the savepoint fails
         fail(request, SavepointError(f"its _metadata could not be written: {exc}"))
-        return
+        return False
     log.warning("job %s: savepoint of epoch %d completed at %s", job_id, epoch, url)
     request.future.set_result(url)
+    return True
 
 
-def fail(request: SavepointRequest, reason: BaseException) -> None:
-    """The savepoint's epoch failed: remove what it wrote and fail the request."""
+def fail(request: SavepointRequest, error: SavepointError) -> None:
+    """The savepoint failed (``error`` says why): remove what it wrote and fail the
+    request."""
     if request.directory is not None:
         try:
             request.directory.remove("")
         except OSError as exc:
             log.warning("could not remove the failed savepoint %s: %s", request.directory.url, exc)
     if not request.future.done():
-        request.future.set_exception(SavepointError(f"the savepoint's epoch failed: {reason}"))
+        request.future.set_exception(error)

@@ -211,13 +211,13 @@ class SubtaskHost:
         )
         subtask.version = epoch.version
         self.epoch = None
-        if task.last:
+        if task.end_of_input:
             self.subtask = None
             try:
                 subtask.close()
             finally:
                 subtask.dispose()
-        return outputs, EpochDone(closed=task.last)
+        return outputs, EpochDone(closed=task.end_of_input)
 
     def abort(self) -> None:
         """The running epoch failed or its task went away: the subtask is half through it,

@@ -36,9 +36,9 @@ def test_a_failed_savepoint_removes_its_directory(tmp_path):
     directory = savepoints.begin(request, "0123456789abcdef")
     assert directory.url.rpartition("/")[2].startswith("savepoint-012345-")
     directory.write_bytes("op/0-t.lgcs", b"half")
-    savepoints.fail(request, RuntimeError("task lost"))
+    savepoints.fail(request, SavepointError("its epoch failed: task lost"))
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(SavepointError, match="the savepoint's epoch failed: task lost"):
+    with pytest.raises(SavepointError, match="its epoch failed: task lost"):
         request.future.result(timeout=0)
 
 
