@@ -110,7 +110,8 @@ class HeapTimerQueue:
         for bucket, entries in list(self.buckets.items()):
             timestamp, key_group = _unpack(bucket)
             live = groups[key_group]
-            entries[:] = [e for e in entries if (timestamp, e[0], e[1]) in live]
+            # once each: a timer removed and added again is in its bucket twice
+            entries[:] = dict.fromkeys(e for e in entries if (timestamp, e[0], e[1]) in live)
             if not entries:
                 del self.buckets[bucket]
         self._rebuild_heap()
@@ -161,10 +162,12 @@ class HeapTimerQueue:
             bucket = heap[0]
             timestamp, key_group = _unpack(bucket)
             entries, live = buckets[bucket], self.groups[key_group]
-            while entries and (timestamp, *entries[0]) not in live:
-                del entries[0]
-                self.queued -= 1
-                self.stale -= 1
+            removed = 0
+            while removed < len(entries) and (timestamp, *entries[removed]) not in live:
+                removed += 1
+            del entries[:removed]
+            self.queued -= removed
+            self.stale -= removed
             if entries:
                 return timestamp
             heapq.heappop(heap)
