@@ -20,9 +20,11 @@ import struct
 import sys
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from enum import Enum, Flag
+from enum import Enum
 from functools import lru_cache
 from typing import Any
+
+from lockgate.state.key_hash import IDENTITY_EQ
 
 _NONE = 0
 _INT = 1
@@ -49,8 +51,6 @@ _DELTA = struct.Struct(">iII")
 
 _CLOCK_WIDTHS = {_DATE: 4, _DATETIME: 8, _TIME: 8, _TIMEDELTA: _DELTA.size}
 _FIRST_MOMENT = datetime(1, 1, 1)
-# An Enum's members equal only themselves, unless its class or a mixin type redefines __eq__.
-_IDENTITY_EQ: tuple[object, ...] = (object.__eq__, Enum.__eq__, Flag.__eq__)
 
 
 _STR_TAG = bytes([_STR])
@@ -207,17 +207,11 @@ def _day_us(days: int, clock: datetime | time) -> int:
     return seconds * 1_000_000 + clock.microsecond
 
 
-@lru_cache(maxsize=256)
 def _enum_name(cls: type[Enum]) -> bytes | None:
-    """The import path that finds ``cls`` again, or None if there is none (a class made in a
-    function, or that compares its members by value, as a mixin type may): such members
-    stay pickled, which fails or stays non-portable as before."""
-    if cls.__eq__ not in _IDENTITY_EQ:
-        return None
-    module = sys.modules.get(cls.__module__)
-    if module is None or _resolve(module, cls.__qualname__) is not cls:
-        return None
-    return f"{cls.__module__}:{cls.__qualname__}".encode()
+    """The import path of an enum class, or None (a class made in a function, or that
+    compares its members by value, as a mixin type may): such members stay pickled, which
+    fails or stays non-portable as before."""
+    return _class_name(cls) if cls.__eq__ in IDENTITY_EQ else None
 
 
 @lru_cache(maxsize=256)

@@ -32,7 +32,7 @@ _SEED_INSTANT = 0x494E
 _SEED_ENUM = 0x454E
 _ENUM_NONE_VALUE = 0x4E4F  # what a member valued None adds to its class's hash
 # An Enum's members equal only themselves, unless its class or a mixin type redefines __eq__.
-_IDENTITY_EQ: tuple[object, ...] = (object.__eq__, Enum.__eq__, Flag.__eq__)
+IDENTITY_EQ: tuple[object, ...] = (object.__eq__, Enum.__eq__, Flag.__eq__)
 
 
 def _to_int32(value: int) -> int:
@@ -93,7 +93,7 @@ def stable_key_hash(key: Any) -> int:
     key_hash = getattr(key, "__lockgate_key_hash__", None)
     if key_hash is not None:
         return _to_int32(key_hash())
-    if isinstance(key, Enum) and kind.__eq__ in _IDENTITY_EQ:  # members equal only themselves
+    if isinstance(key, Enum) and kind.__eq__ in IDENTITY_EQ:  # members equal only themselves
         return _enum_hash(key)
     raise TypeError(
         f"cannot derive a stable key hash for a key of type {kind.__qualname__}: use int, str, "
