@@ -20,7 +20,7 @@ from lockgate.state.timer_queues import TimerQueue
 OnTimer = Callable[[int, Any, Any], None]
 
 
-def _checked(timestamp: Any) -> int:
+def _checked(timestamp: int) -> int:
     if type(timestamp) is not int:  # the common case, one check
         if not isinstance(timestamp, Integral) or isinstance(timestamp, bool):
             raise TypeError(
@@ -30,7 +30,7 @@ def _checked(timestamp: Any) -> int:
         timestamp = int(timestamp)
     if not LONG_MIN <= timestamp <= LONG_MAX:
         raise ValueError(f"a timer's timestamp must fit in 64 bits, got {timestamp}")
-    return int(timestamp)
+    return timestamp
 
 
 def _no_current_key() -> NoReturn:
