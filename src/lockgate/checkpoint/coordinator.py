@@ -202,6 +202,17 @@ class CheckpointCoordinator:
         return keep
 
 
+def checkpoint_number(name: str) -> int | None:
+    """n of a directory named ``chk-<n>``; None for any other name."""
+    return int(name[4:]) if name.startswith("chk-") and name[4:].isdigit() else None
+
+
+def with_absolute_files(body: CheckpointMetadata, directory_url: str) -> CheckpointMetadata:
+    """``body`` with the file paths it holds relative to ``directory_url`` made URLs."""
+    prefix = directory_url + "/"
+    return body.map_files(lambda p: p if "://" in p or p.startswith("/") else prefix + p)
+
+
 def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
     """Read a checkpoint from a ``chk-<n>`` directory or its ``_metadata``.
 
@@ -211,20 +222,17 @@ def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
     path = path.rstrip("/")
     chk_dir = path[: -len("/_metadata")] if path.endswith("/_metadata") else path
     job_root_url, _, name = chk_dir.rpartition("/")
-    if not name.startswith("chk-") or not name[4:].isdigit():
+    requested = checkpoint_number(name)
+    if requested is None:
         raise metadata.CheckpointFormatError(
             f"state recovery path {path} is not a chk-<n> directory or its _metadata file"
         )
     job_root = Storage(job_root_url)
     if not job_root.exists(f"{name}/_metadata") and not job_root.exists(name):
         raise metadata.CheckpointFormatError(f"state recovery path {path} does not exist")
-    requested = int(name[4:])
-    candidates = sorted(
-        (int(n[4:]) for n in job_root.list("") if n.startswith("chk-") and n[4:].isdigit()),
-        reverse=True,
-    )
+    numbers = (checkpoint_number(n) for n in job_root.list(""))
+    candidates = sorted((n for n in numbers if n is not None), reverse=True)
     skipped: list[str] = []
-    prefix = job_root.url_of("") + "/"
     for checkpoint_id in [c for c in candidates if c <= requested]:
         meta_url = job_root.url_of(f"chk-{checkpoint_id}/_metadata")
         try:
@@ -235,7 +243,7 @@ def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
         except metadata.CheckpointFormatError as exc:
             skipped.append(str(exc))
             continue
-        absolute = body.map_files(lambda p: p if "://" in p or p.startswith("/") else prefix + p)
+        absolute = with_absolute_files(body, job_root.url_of(""))
         return (
             CompletedCheckpoint(
                 body.checkpoint_id, body.epoch, absolute, job_root.url_of(f"chk-{checkpoint_id}")

@@ -15,7 +15,12 @@ import secrets
 from collections.abc import Iterable
 
 from lockgate.checkpoint import metadata
-from lockgate.checkpoint.coordinator import CompletedCheckpoint, load_checkpoint
+from lockgate.checkpoint.coordinator import (
+    CompletedCheckpoint,
+    checkpoint_number,
+    load_checkpoint,
+    with_absolute_files,
+)
 from lockgate.checkpoint.metadata import CheckpointFormatError, CheckpointMetadata
 from lockgate.checkpoint.storage import Storage, read_url
 
@@ -56,7 +61,7 @@ def _files(directory: Storage) -> Iterable[str]:
 
 def is_checkpoint_path(path: str) -> bool:
     name = path.rstrip("/").removesuffix("/_metadata").rpartition("/")[2]
-    return name.startswith("chk-") and name[4:].isdigit()
+    return checkpoint_number(name) is not None
 
 
 def load_snapshot(path: str) -> tuple[CompletedCheckpoint, list[str]]:
@@ -81,8 +86,7 @@ def load_savepoint(path: str) -> CompletedCheckpoint:
             f"{meta_url} is missing"
         ) from None
     body = metadata.decode(data, meta_url)
-    prefix = directory.url_of("") + "/"
-    absolute = body.map_files(lambda p: p if "://" in p or p.startswith("/") else prefix + p)
+    absolute = with_absolute_files(body, directory.url_of(""))
     for url in absolute.files():
         if not Storage(url.rpartition("/")[0]).exists(url.rpartition("/")[2]):
             raise CheckpointFormatError(

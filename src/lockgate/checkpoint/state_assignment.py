@@ -96,11 +96,7 @@ def _keyed_parts(
 def _rescaled(
     parts: list[tuple[KeyGroupRange, KeyedStateManifest]], key_groups: KeyGroupRange
 ) -> KeyedStateManifest | None:
-    overlapping = [
-        (old, manifest)
-        for old, manifest in parts
-        if old.start <= key_groups.end and key_groups.start <= old.end
-    ]
+    overlapping = [(old, manifest) for old, manifest in parts if old.intersection(key_groups)]
     if not overlapping:
         return None
     first = overlapping[0][1]

@@ -62,6 +62,10 @@ class KeyGroupRange:
     def __iter__(self) -> Iterator[int]:
         return iter(range(self.start, self.end + 1))
 
+    def intersection(self, other: KeyGroupRange) -> KeyGroupRange:
+        """The key groups of both (empty, ``len`` 0, when they do not overlap)."""
+        return KeyGroupRange(max(self.start, other.start), min(self.end, other.end))
+
 
 def key_group_range(max_parallelism: int, parallelism: int, index: int) -> KeyGroupRange:
     check_parallelism(parallelism, max_parallelism)

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from lockgate.checkpoint.storage import Storage, download_url
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.heap import HeapKeyedStateBackend
-from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import (
     CanonicalManifest,
@@ -86,11 +85,9 @@ class RocksDBSnapshotStrategy:
         groups are copied in."""
         mine = subtask.key_groups
 
-        def shared(part: tuple[KeyGroupRange, RocksDBManifest]) -> int:
-            old = part[0]
-            return max(0, min(old.end, mine.end) - max(old.start, mine.start) + 1)
-
-        parts = sorted(manifest.parts, key=shared, reverse=True)
+        parts = sorted(
+            manifest.parts, key=lambda part: len(part[0].intersection(mine)), reverse=True
+        )
         _fetch_files(parts[0][1], subtask_dir, path)
         backend = self._open(subtask, path)
         with _disposed_on_failure(backend):
@@ -106,9 +103,7 @@ class RocksDBSnapshotStrategy:
                     shutil.rmtree(part_path, ignore_errors=True)
                     raise
                 try:
-                    backend.copy_groups(
-                        source, KeyGroupRange(max(old.start, mine.start), min(old.end, mine.end))
-                    )
+                    backend.copy_groups(source, old.intersection(mine))
                 finally:
                     source.dispose()
         return backend
