@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lockgate.common.records import RecordFormatError
-from lockgate.connectors.offset_splits import OffsetSplitEnumerator, OffsetSplitsState
+from lockgate.connectors.offset_splits import OffsetSplitEnumerator
 from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
 
@@ -46,18 +45,11 @@ class CollectionEnumerator(OffsetSplitEnumerator):
         self.collection = collection
         super().__init__(*_chunks(len(collection), parallelism), parallelism)
 
-    def restore(self, snapshot: Any, where: str) -> None:
+    def splits_for(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
         # A snapshot of another parallelism has that many chunks: read on from them
-        count = len(OffsetSplitsState.from_json(snapshot, where).positions)
-        before = self.starts, self.ends, self.positions
         if 0 < count != len(self.ends):
-            self.starts, self.ends = _chunks(len(self.collection), count)
-            self.positions = dict(self.starts)
-        try:
-            super().restore(snapshot, where)
-        except RecordFormatError:
-            self.starts, self.ends, self.positions = before
-            raise
+            return _chunks(len(self.collection), count)
+        return self.starts, self.ends
 
     def payload(self, assignment: SplitAssignment) -> list[Any]:
         return self.collection[assignment.start : assignment.start + assignment.max_records]

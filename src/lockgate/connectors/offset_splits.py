@@ -91,16 +91,21 @@ class OffsetSplitEnumerator(SplitEnumerator):
 
     def restore(self, snapshot: Any, where: str) -> None:
         positions = OffsetSplitsState.from_json(snapshot, where).positions
-        if positions.keys() != self.positions.keys():
+        starts, ends = self.splits_for(len(positions))
+        if positions.keys() != ends.keys():
             raise RecordFormatError(
                 f"{where}: the {self.source_name} source was checkpointed with splits "
-                f"{sorted(positions)}, but now has {sorted(self.positions)}"
+                f"{sorted(positions)}, but now has {sorted(ends)}"
             )
         for split, position in positions.items():
-            if not self.starts[split] <= position <= self.ends[split]:
+            if not starts[split] <= position <= ends[split]:
                 raise RecordFormatError(
                     f"{where}: position {position} of split '{split}' is outside its range "
-                    f"[{self.starts[split]}, {self.ends[split]}] (the {self.source_name} "
+                    f"[{starts[split]}, {ends[split]}] (the {self.source_name} "
                     "source has other input than when it was checkpointed)"
                 )
-        self.positions = positions
+        self.starts, self.ends, self.positions = starts, ends, positions
+
+    def splits_for(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
+        """The splits (starts, ends) a snapshot of ``count`` splits restores into."""
+        return self.starts, self.ends
