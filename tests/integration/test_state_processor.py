@@ -7,7 +7,9 @@ parallelism, whose output equals the plain-Python reference."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from exactly_once_job import stop_with_savepoint_at_first_epoch
@@ -92,6 +94,7 @@ def check_first_epoch_state(reader: SavepointReader, uid: str) -> None:
 def test_a_savepoint_read_modified_and_written_restores_into_a_rescaled_job(
     make_env, spark, tmp_path
 ):
+    started_ms = time.time() * 1000
     env = make_env(2, FIRST_EPOCH)
     build(env, renamed=False)
     savepoint = stop_with_savepoint_at_first_epoch(env, tmp_path / "savepoints")
@@ -105,7 +108,10 @@ def test_a_savepoint_read_modified_and_written_restores_into_a_rescaled_job(
     assert (second.key_group_start, second.key_group_end) == (64, 127)
     assert first.states["last_seen"] == "ttl-value"
     assert first.states["_timers/user/event"] == "timers"
-    assert first.state_bytes + second.state_bytes > 0
+    files = Path(savepoint.removeprefix("file://")).rglob("*.lgcs")
+    sizes = sum(f.stat().st_size for f in files if f.parent.name == "state-kinds")
+    assert first.state_bytes > 0 and second.state_bytes > 0
+    assert first.state_bytes + second.state_bytes < sizes  # the blobs, without the headers
     assert meta[("events", 0)].key_group_start is None
 
     check_first_epoch_state(reader, "state-kinds")
@@ -115,8 +121,9 @@ def test_a_savepoint_read_modified_and_written_restores_into_a_rescaled_job(
     )
     assert typed.schema["value"].dataType == T.IntegerType()
     assert typed.schema["key"].dataType == T.StringType()
-    stamped = reader.keyed_state("state-kinds", "last_seen", ttl_timestamps=True)
-    assert all(row.last_access_timestamp > 0 for row in stamped.collect())
+    stamped = reader.keyed_state("state-kinds", "last_seen", ttl_timestamps=True).collect()
+    assert {row.key for row in stamped} == set(values(reader.keyed_state("state-kinds", "count")))
+    assert all(started_ms <= row.last_access_timestamp <= time.time() * 1000 for row in stamped)
     with pytest.raises(StateProcessorError, match=r"no operator with uid 'nope'.*'state-kinds'"):
         reader.keyed_state("nope", "count")
     with pytest.raises(StateProcessorError, match=r"no keyed state 'nope'.*'count' \(value\)"):
@@ -164,7 +171,8 @@ def test_a_savepoint_read_modified_and_written_restores_into_a_rescaled_job(
         "u0": "hello u0",
         "u2": "hi u2",
     }
-    assert len(rewritten.timers("state-kinds-v2").collect()) == USERS  # timers kept
+    timers = {(r.key, r.timestamp) for r in rewritten.timers("state-kinds-v2").collect()}
+    assert timers == {(u, TIMER_AT) for u in USER_IDS}  # kept, u1's too (timers are not states)
 
     # Restore at parallelism 3 with 256 key groups and run to the end
     env = make_env(3, FIRST_EPOCH)
@@ -244,9 +252,11 @@ def test_a_new_savepoint_from_dataframes_and_the_writer_s_checks(spark, tmp_path
         writer.change_operator_identifier("op", "other")
     written = writer.write(str(tmp_path / "new"))
     reader = SavepointReader.read(spark, written)
-    assert {(r.uid, r.subtask, r.max_parallelism) for r in reader.metadata().collect()} >= {
+    assert {(r.uid, r.subtask, r.max_parallelism) for r in reader.metadata().collect()} == {
         ("op", 0, 64),
         ("op", 1, 64),
+        ("other", 0, 64),  # Spark's default parallelism (local[2]) for a new operator
+        ("other", 1, 64),
     }
     assert {tuple(r.key): r.value for r in reader.keyed_state("op", "n").collect()} == {(1, "a"): 3}
     assert {tuple(r.key): r.value for r in reader.keyed_state("op", "l").collect()} == {
