@@ -32,6 +32,21 @@ from lockgate.state.key_codec import decode_key_prefix, encode_key
 from lockgate.state.key_groups import KeyGroupRange
 
 TIMERS_KIND = "timers"
+_TIMER_PREFIX = "_timers/"
+
+
+def timer_state_name(service: str, domain: str) -> str:
+    """The name of a timer service's queue of one time domain ("event", "processing")."""
+    return f"{_TIMER_PREFIX}{service}/{domain}"
+
+
+def timer_origin(name: str) -> tuple[str, str | None]:
+    """(timer service, time domain) of a timer queue's name (no domain: another name)."""
+    if name.startswith(_TIMER_PREFIX) and "/" in name[len(_TIMER_PREFIX) :]:
+        service, _, domain = name[len(_TIMER_PREFIX) :].rpartition("/")
+        return service, domain
+    return name, None
+
 
 # A due timer: (timestamp, key group, key, namespace)
 Timer = tuple[int, int, Any, Any]

@@ -21,21 +21,11 @@ from typing import Any
 from lockgate.state.canonical_snapshot import decode_sub, read_entries, shape
 from lockgate.state.key_codec import decode_key
 from lockgate.state.namespaces import NAMESPACED
-from lockgate.state.timer_queues import TIMERS_KIND
+from lockgate.state.timer_queues import TIMERS_KIND, timer_origin
 from lockgate.state.ttl import is_ttl_kind, raw_kind
 from lockgate.state_processor.spark_values import to_spark
 from lockgate.state_processor.state_files import canonical_groups
 from lockgate.state_processor.task_records import TIMERS, ReadTask
-
-TIMER_PREFIX = "_timers/"  # timer states are named _timers/<timer service>/<time domain>
-
-
-def timer_origin(name: str) -> tuple[str, str | None]:
-    """(timer service, time domain) of a timer state's name."""
-    if name.startswith(TIMER_PREFIX) and "/" in name[len(TIMER_PREFIX) :]:
-        service, _, domain = name[len(TIMER_PREFIX) :].rpartition("/")
-        return service, domain
-    return name, None
 
 
 def read_rows(task_text: str) -> Iterator[tuple[Any, ...]]:

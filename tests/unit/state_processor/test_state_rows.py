@@ -16,8 +16,9 @@ from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import CanonicalManifest, HeapManifest, RocksDBRescaleManifest
 from lockgate.state.snapshot import GroupHandle
+from lockgate.state.timer_queues import timer_origin, timer_state_name
 from lockgate.state_processor.state_files import canonical_groups, split_by_file
-from lockgate.state_processor.state_rows import read_rows, timer_origin
+from lockgate.state_processor.state_rows import read_rows
 from lockgate.state_processor.task_records import KEYED, TIMERS, ReadTask, SubtaskFiles, dump
 
 SPARK_KEYS = ["a", "b", 7, (1, "x")]  # as Spark gets them: tuples stay tuples
@@ -66,7 +67,7 @@ def test_window_state_has_a_namespace_and_timers_their_origin(written):
 
 
 def test_timer_origin():
-    assert timer_origin("_timers/window/processing") == ("window", "processing")
+    assert timer_origin(timer_state_name("window", "processing")) == ("window", "processing")
     assert timer_origin("my-timers") == ("my-timers", None)
 
 

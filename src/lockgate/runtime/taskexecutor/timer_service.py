@@ -14,7 +14,7 @@ from numbers import Integral
 from typing import Any, NoReturn
 
 from lockgate.runtime.taskexecutor.watermarks import LONG_MAX, LONG_MIN
-from lockgate.state.timer_queues import TimerQueue
+from lockgate.state.timer_queues import TimerQueue, timer_state_name
 
 # Called for each firing timer: (timestamp, key, namespace)
 OnTimer = Callable[[int, Any, Any], None]
@@ -43,8 +43,8 @@ def _no_current_key() -> NoReturn:
 class InternalTimerService:
     def __init__(self, backend: Any, name: str):
         self.key_context = backend.ctx
-        self.event: TimerQueue = backend.timer_queue(f"_timers/{name}/event")
-        self.processing: TimerQueue = backend.timer_queue(f"_timers/{name}/processing")
+        self.event: TimerQueue = backend.timer_queue(timer_state_name(name, "event"))
+        self.processing: TimerQueue = backend.timer_queue(timer_state_name(name, "processing"))
 
     # Each checks for a current key inline: timers are registered per record.
     def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
