@@ -25,16 +25,19 @@ class ConfigOption(Generic[T]):
     parse: Callable[[str], T]
     allowed: str
     description: str
+    #: Flink's older names of the key, read when the key itself is not set
+    deprecated_keys: tuple[str, ...] = ()
 
     def read(self, raw: Mapping[str, str]) -> T:
-        value = raw.get(self.key)
-        if value is None:
+        key = next((k for k in (self.key, *self.deprecated_keys) if k in raw), None)
+        if key is None:
             return self.default
+        value = raw[key]
         try:
             return self.parse(value)
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(
-                f"invalid value {value!r} for configuration key '{self.key}': "
+                f"invalid value {value!r} for configuration key '{key}': "
                 f"allowed values are {self.allowed}"
             ) from exc
 
@@ -338,6 +341,7 @@ CHECKPOINT_DIR = ConfigOption(
     _shared_url,
     "an fsspec URL or path every executor can reach (not a process-local memory://)",
     "Directory of checkpoints (<dir>/<job-id>/chk-<n>/_metadata, shared/, taskowned/).",
+    ("state.checkpoints.dir",),
 )
 SAVEPOINT_DIR = ConfigOption(
     "execution.checkpointing.savepoint-dir",
@@ -345,13 +349,15 @@ SAVEPOINT_DIR = ConfigOption(
     _non_empty,
     "an fsspec URL or path",
     "Default directory of savepoints.",
+    ("state.savepoints.dir",),
 )
 STATE_RECOVERY_PATH = ConfigOption(
     "execution.state-recovery.path",
     "",
     _non_empty,
-    "a chk-<n> directory or its _metadata file",
-    "Checkpoint to start the job from.",
+    "a savepoint or chk-<n> directory, or its _metadata file",
+    "Checkpoint or savepoint to start the job from.",
+    ("execution.savepoint.path",),
 )
 IGNORE_UNCLAIMED_STATE = ConfigOption(
     "execution.state-recovery.ignore-unclaimed-state",
@@ -359,6 +365,7 @@ IGNORE_UNCLAIMED_STATE = ConfigOption(
     _boolean,
     "true or false",
     "Start even if the checkpoint has state of operators the job no longer has.",
+    ("execution.savepoint.ignore-unclaimed-state",),
 )
 STATE_BACKEND = ConfigOption(
     "state.backend.type",

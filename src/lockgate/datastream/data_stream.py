@@ -46,6 +46,7 @@ from lockgate.state.descriptors import (
     MapStateDescriptor,
     ReducingStateDescriptor,
 )
+from lockgate.state.namespaces import namespaced_kind
 
 if TYPE_CHECKING:
     from lockgate.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -627,7 +628,11 @@ class WindowedStream:
             window_type=TimeWindow,
         )
         name = type(assigner).__name__
-        operator = OperatorSpec("factory", partial(WindowOperator, spec=spec))
+        operator = OperatorSpec(
+            "factory",
+            partial(WindowOperator, spec=spec),
+            states={WINDOW_STATE_NAME: namespaced_kind(contents.kind)},
+        )
         return self._keyed_stream._keyed(name, operator, timestamps=True)
 
 

@@ -31,6 +31,8 @@ class StreamNode:
     uid: str
     #: its records can carry timestamps: it or an operator before it gives them some
     timestamped: bool = False
+    #: set on the operator or the environment; the default one yields to a restored one
+    max_parallelism_configured: bool = False
     inputs: list[StreamEdge] = field(default_factory=list)
     outputs: list[StreamEdge] = field(default_factory=list)
 
@@ -205,7 +207,8 @@ def _stream_nodes(
             given_uids[t.uid] = t
         uid = t.uid or _derived_uid(t.name, basis, occurrence)
         timestamped = t.timestamps or any(up.timestamped for up, _, _, _ in upstream)
-        node = StreamNode(t, parallelism, node_max, uid, timestamped)
+        configured = bool(t.max_parallelism or max_p)
+        node = StreamNode(t, parallelism, node_max, uid, timestamped, configured)
         for up, partitioning, tag, input_index in upstream:
             edge = StreamEdge(
                 up, node, _edge_partitioning(up, node, partitioning), tag, input_index

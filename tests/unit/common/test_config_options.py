@@ -117,6 +117,25 @@ def test_defaults_when_unset():
     assert options.PROGRESS.read({}) is False
 
 
+@pytest.mark.parametrize(
+    ("option", "old_key"),
+    [
+        (options.STATE_RECOVERY_PATH, "execution.savepoint.path"),
+        (options.IGNORE_UNCLAIMED_STATE, "execution.savepoint.ignore-unclaimed-state"),
+        (options.SAVEPOINT_DIR, "state.savepoints.dir"),
+        (options.CHECKPOINT_DIR, "state.checkpoints.dir"),
+    ],
+)
+def test_flink_s_older_key_is_read_when_the_key_is_not_set(option, old_key):
+    value = "true" if option is options.IGNORE_UNCLAIMED_STATE else "/data/x"
+    assert option.read({old_key: value}) == option.parse(value)
+    assert option.read({old_key: value, option.key: "false"}) == option.parse("false")
+    with pytest.raises(
+        ConfigurationError, match=f"invalid value '' for configuration key '{old_key}'"
+    ):
+        option.read({old_key: ""})
+
+
 def test_parallelism_zero_is_rejected():
     with pytest.raises(ConfigurationError, match=r"parallelism\.default"):
         validate({"parallelism.default": "0"})

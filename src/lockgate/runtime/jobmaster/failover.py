@@ -30,7 +30,7 @@ from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
 from lockgate.runtime.jobmaster.job_summary import JobSummary
 from lockgate.runtime.jobmaster.restart import now_ms
 from lockgate.runtime.task_deployment import run_id
@@ -87,6 +87,7 @@ class Failover:
         retries."""
         try:
             checkpoint, skipped = load_snapshot(path)
+            adopt_max_parallelism(self.job, checkpoint.metadata, checkpoint.path or path)
             JobState(self.job, self.state.backend).restore(
                 checkpoint.metadata, checkpoint.path or path, self.settings.ignore_unclaimed
             )

@@ -162,12 +162,13 @@ class JobMaster:
 
     def run(self) -> Generator[EpochResult, None, None]:
         """Run epochs until bounded sources are exhausted or the job is cancelled."""
-        graph = self.sc.broadcast(cloudpickle.dumps(self.job))  # type: ignore[no-untyped-call]
         spark_job = self.spark_job
         status = "FAILED"
+        graph = None
         try:
             if self.settings.recovery_path is not None:
-                self.failover.resume(self.settings.recovery_path)
+                self.failover.resume(self.settings.recovery_path)  # may adopt max parallelism
+            graph = self.sc.broadcast(cloudpickle.dumps(self.job))  # type: ignore[no-untyped-call]
             resumed = self.failover.resumed_from
             master = str(self.sc.master)
             check_storage(self.sc, self.settings, master, resumed.path if resumed else None)
@@ -202,7 +203,8 @@ class JobMaster:
                 self._release_subtasks()
             self.summary.finished = time.monotonic()
             self.summary.checkpoints = list(self.coordinator.history)
-            graph.destroy()
+            if graph is not None:
+                graph.destroy()
             standing_on = self.coordinator.latest or self.failover.resumed_from
             self.failover.abort_staged(self.staged, standing_on)
             if self.coordinator.shutdown(status):  # only the retained checkpoints' files stay

@@ -22,6 +22,7 @@ from lockgate.common.records import RecordFormatError
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.source import SplitEnumerator, SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore
+from lockgate.runtime.taskexecutor.operators import OperatorSpec
 from lockgate.runtime.taskexecutor.watermarks import LONG_MAX
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
@@ -36,6 +37,40 @@ ManagedParts = dict[str, list[OperatorStatePart]]
 def whole_parts(handles: Mapping[str, OperatorStateHandle]) -> ManagedParts:
     """What a subtask that acknowledged ``handles`` restores from: all of each."""
     return {uid: [OperatorStatePart.whole(handle)] for uid, handle in handles.items()}
+
+
+def adopt_max_parallelism(job: Any, checkpoint: CheckpointMetadata, path: str) -> None:
+    """An operator whose max parallelism was not set takes the one its state was taken with,
+    as in Flink, since key groups cannot be split or merged; a set one must equal it (the
+    restore checks). Runs before the job graph goes to the executors."""
+    for vertex in job.vertices:
+        for node in vertex.nodes:
+            operator = checkpoint.operators.get(node.uid)
+            if operator is None or node.max_parallelism_configured:
+                continue
+            if node.parallelism > operator.max_parallelism:
+                raise CheckpointFormatError(
+                    f"checkpoint {path}: operator '{node.name}' (uid '{node.uid}') runs at "
+                    f"parallelism {node.parallelism}, above the max parallelism "
+                    f"{operator.max_parallelism} its state was taken with"
+                )
+            node.max_parallelism = operator.max_parallelism
+
+
+def check_state_kinds(spec: OperatorSpec, operator: OperatorState, where: str) -> None:
+    """The states a built-in operator keeps must have the kinds the checkpoint recorded
+    (a window changed from reduce to process, say); a user function's states are checked
+    when it registers them."""
+    recorded: dict[str, str] = {}
+    for subtask in operator.subtasks:
+        if subtask.keyed is not None:
+            recorded.update(subtask.keyed.kinds)
+    for name, kind in spec.declared_states().items():
+        if recorded.get(name, kind) != kind:
+            raise CheckpointFormatError(
+                f"{where}: state '{name}' was saved as {recorded[name]} state, but the "
+                f"operator now keeps it as {kind} state"
+            )
 
 
 class JobState:
@@ -254,6 +289,8 @@ class JobState:
                     "checkpoint restores only into the backend that wrote it (switching "
                     "backends needs a savepoint)"
                 )
+            if keyed and isinstance(node.operator, OperatorSpec):
+                check_state_kinds(node.operator, operator, where)
             assigned = assign_state(operator, node.parallelism, node.max_parallelism, keyed, where)
             for index, subtask in enumerate(assigned):
                 if subtask.operator_state is not None:

@@ -547,6 +547,15 @@ class OperatorSpec:
     validator: Callable[[], None] | None = None
     #: commits the operator's committables on the driver (two-phase-commit sinks)
     committer: Committer | None = None
+    #: keyed states a "factory" operator keeps itself: name -> the kind its backend records
+    states: dict[str, str] | None = None
+
+    def declared_states(self) -> dict[str, str]:
+        """The keyed states the operator keeps itself, known before it runs (a user
+        function's are known once it registers them)."""
+        if self.kind == "reduce":
+            return {ReduceOperator.STATE_NAME: ReducingStateDescriptor.kind}
+        return dict(self.states or {})
 
     def validate(self) -> None:
         """Checks on the driver before the job starts (e.g. that a sink can write)."""

@@ -15,11 +15,15 @@ from lockgate.checkpoint.metadata import (
 from lockgate.common import Encoder
 from lockgate.connectors.file_sink import FileCommitter, PartCommittable
 from lockgate.connectors.offset_splits import OffsetSplitsState
-from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from lockgate.datastream import (
+    KeyedProcessFunction,
+    ProcessWindowFunction,
+    StreamExecutionEnvironment,
+)
 from lockgate.datastream.connectors.file_system import FileSink
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.acknowledgement import SubtaskAck
-from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
 from lockgate.runtime.source import SplitProgress
 from lockgate.runtime.task_deployment import SubtaskRestore
 from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
@@ -349,6 +353,82 @@ def test_a_changed_max_parallelism_is_rejected_naming_the_operator_and_uid():
         f"checkpoint {PATH}: operator 'Collection Source' (uid 'numbers') has max parallelism "
         "128, but the job now has 256: key groups cannot be split or merged (set the "
         "operator's max parallelism, or 'pipeline.max-parallelism', to 128)"
+    )
+
+
+@pytest.mark.parametrize("parallelism", [2, 3])
+def test_a_default_max_parallelism_yields_to_the_restored_one(parallelism):
+    body = checkpoint_of(state_after_two_epochs(job(2, 256)))
+    graph = job(parallelism, None)  # the default, 128
+    adopt_max_parallelism(graph, body, PATH)
+    assert {n.uid: n.max_parallelism for v in graph.vertices for n in v.nodes} == {
+        "numbers": 256,
+        "counter": 256,
+        "files": 256,
+    }
+    state = JobState(graph, "hashmap")
+    state.restore(body, PATH, ignore_unclaimed=False)
+    counter = state.checkpoint_operators()["counter"]
+    assert [s.key_groups for s in counter.subtasks] == (
+        [(0, 127), (128, 255)] if parallelism == 2 else [(0, 85), (86, 170), (171, 255)]
+    )
+
+
+def test_a_configured_max_parallelism_is_kept_and_a_parallelism_above_the_restored_one_fails():
+    body = checkpoint_of(state_after_two_epochs(job(2, 8)))
+    graph = job(2, 16)
+    adopt_max_parallelism(graph, body, PATH)
+    assert {n.max_parallelism for v in graph.vertices for n in v.nodes} == {16}
+    with pytest.raises(
+        CheckpointFormatError, match="has max parallelism 8, but the job now has 16"
+    ):
+        JobState(graph, "hashmap").restore(body, PATH, ignore_unclaimed=False)
+    with pytest.raises(CheckpointFormatError) as info:
+        adopt_max_parallelism(job(9, None), body, PATH)
+    assert str(info.value) == (
+        f"checkpoint {PATH}: operator 'KeyedProcess' (uid 'counter') runs at parallelism "
+        "9, above the max parallelism 8 its state was taken with"
+    )
+
+
+def windowed_job(contents: str):
+    env = StreamExecutionEnvironment()
+    windows = env.from_collection(DATA).uid("numbers").key_by(key).count_window(2)
+    out = windows.reduce(lambda a, b: a + b) if contents == "reduce" else windows.process(Firsts())
+    out.uid("counter").print().uid("out")
+    return build_job_graph(env._transformations, 1, 128)
+
+
+class Firsts(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield next(iter(elements))
+
+
+def test_a_built_in_operator_s_state_of_another_kind_fails_before_the_job_runs():
+    graph = windowed_job("reduce")
+    counter = vertex(graph, "counter")
+    saved = JobState(graph, "hashmap")
+    saved.apply_acks(
+        1,
+        [
+            ack(
+                counter.id,
+                0,
+                1,
+                state=KeyedStateSnapshot(
+                    HeapManifest({"window-contents": "reducing/ns"}, {3: handle("c")}), 10, 1
+                ),
+            )
+        ],
+    )
+    body = checkpoint_of(saved, epoch=1)
+    JobState(windowed_job("reduce"), "hashmap").restore(body, PATH, ignore_unclaimed=False)
+    with pytest.raises(CheckpointFormatError) as info:
+        JobState(windowed_job("process"), "hashmap").restore(body, PATH, ignore_unclaimed=False)
+    assert str(info.value) == (
+        f"checkpoint {PATH}: operator 'CountTumblingWindowAssigner' (uid 'counter'): state "
+        "'window-contents' was saved as reducing/ns state, but the operator now keeps it as "
+        "list/ns state"
     )
 
 
