@@ -1,61 +1,32 @@
-"""Savepoints: taken at an epoch boundary, self-contained and relocatable, restored into
-either backend at another parallelism; exactly-once output across the runs."""
+"""Savepoints that cannot be restored (damaged, not a savepoint, a state asked for as
+another kind) and savepoints that cannot be taken (keys without a portable encoding).
+Restoring moved savepoints at other parallelisms and backends: test_savepoint_rescale."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 from exactly_once_job import (
-    EPOCHS,
+    UIDS,
     CountPerKey,
-    assert_committed_output_exact,
     build_job,
     checkpointed_env,
     committed_lines,
     file_sink,
+    records,
     recovery_settings,
     stop_with_savepoint_at_first_epoch,
 )
-from lockgate_it_support import BACKENDS, OpaqueKey
+from lockgate_it_support import OpaqueKey
 
+from lockgate.common import RestartStrategies
+from lockgate.datastream import KeyedProcessFunction
+from lockgate.datastream.state import ListStateDescriptor
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster.savepoints import SavepointError
 
 SPLITS = 2
-
-
-@BACKENDS
-def test_a_moved_savepoint_restores_into_the_other_backend_at_another_parallelism(
-    make_env, tmp_path, backend
-):
-    env = checkpointed_env(make_env, tmp_path / "checkpoints", 2)
-    build_job(env, tmp_path / "out", SPLITS, source_parallelism=2)
-    savepoint = stop_with_savepoint_at_first_epoch(env, tmp_path / "savepoints")
-    directory = savepoint.removeprefix("file://")
-    assert directory.rpartition("/")[2].startswith("savepoint-")
-    meta = json.loads(Path(f"{directory}/_metadata").read_text())["body"]
-    keyed = [s["keyed"] for s in meta["operators"]["count-per-key"]["subtasks"]]
-    assert {k["backend"] for k in keyed} == {"canonical"}
-    files = {h[0] for k in keyed for h in k["groups"].values()}
-    assert files and not any(f.startswith(("/", "file:")) for f in files)  # relative paths
-
-    moved = tmp_path / "elsewhere" / "my-savepoint"
-    shutil.copytree(directory, moved)
-    shutil.rmtree(directory)
-    other = "rocksdb" if backend == "hashmap" else "hashmap"
-    env = checkpointed_env(
-        make_env,
-        tmp_path / "again",
-        3,
-        settings={**recovery_settings(moved), "state.backend.type": other},
-    )
-    build_job(env, tmp_path / "out", SPLITS, source_parallelism=3)
-    result = env.execute("second run")
-    assert [e.epoch for e in result.epochs] == list(range(2, EPOCHS + 1))
-    assert_committed_output_exact(tmp_path / "out", SPLITS)
 
 
 def test_a_damaged_savepoint_is_refused_naming_the_file(make_env, tmp_path):
@@ -107,3 +78,42 @@ def test_a_stop_whose_savepoint_fails_does_not_stop_the_job(make_env, tmp_path):
     assert sum(committed_lines(tmp_path / "out").values()) == records
     target = tmp_path / "savepoints"
     assert not target.exists() or list(target.iterdir()) == []  # the failed one is gone
+
+
+class CountAsList(KeyedProcessFunction):
+    """``count``, which the savepoint holds as value state, asked for as list state."""
+
+    def open(self, runtime_context):
+        self.count = runtime_context.get_list_state(ListStateDescriptor("count"))
+
+    def process_element(self, value, ctx):
+        yield value
+
+
+def test_a_user_function_asking_for_its_state_as_another_kind_fails_naming_it(make_env, tmp_path):
+    env = checkpointed_env(make_env, tmp_path / "checkpoints", 2)
+    build_job(env, tmp_path / "out", SPLITS)
+    savepoint = stop_with_savepoint_at_first_epoch(env, tmp_path / "savepoints")
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "again",
+        2,
+        settings=recovery_settings(savepoint),
+        restart=RestartStrategies.no_restart(),
+    )
+    (
+        env.from_collection(records(SPLITS))
+        .uid(UIDS[0])
+        .key_by(lambda r: r[0])
+        .process(CountAsList())
+        .uid(UIDS[1])
+        .sink_to(file_sink(tmp_path / "out"))
+        .uid(UIDS[2])
+    )
+    with pytest.raises(JobExecutionError) as info:
+        env.execute("count as a list")
+    message = str(info.value)
+    assert f"uid '{UIDS[1]}'" in message
+    assert "state 'count' was registered as value state and cannot be used as list state" in (
+        message
+    )

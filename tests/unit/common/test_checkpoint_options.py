@@ -242,7 +242,11 @@ DURATION = "a duration such as '500 ms'"
         ("execution.checkpointing.dir", "memory://chk", "not a process-local memory://"),
         ("lockgate.work-dir", "MEMORY://work", "not a process-local memory://"),
         ("execution.checkpointing.savepoint-dir", "", "an fsspec URL or path"),
-        ("execution.state-recovery.path", "", "a savepoint or chk-<n> directory, or its _metadata file"),
+        (
+            "execution.state-recovery.path",
+            "",
+            "a savepoint or chk-<n> directory, or its _metadata file",
+        ),
         ("execution.state-recovery.ignore-unclaimed-state", "maybe", "true or false"),
         ("state.backend.type", "forst", "hashmap or rocksdb"),
         ("state.backend.rocksdb.writebuffer.size", "lots", "a memory size such as 64mb"),
