@@ -207,6 +207,7 @@ def _unpack(bucket: int) -> tuple[int, int]:
 _TIMESTAMP = struct.Struct(">Q")  # offset binary: byte order is timestamp order
 _OFFSET = 1 << 63
 _FIRED_BATCH = 10_000  # fired timers deleted from RocksDB per write
+_NO_TIMER = 1 << 63  # later than any timestamp
 
 
 def timer_entry(prefix: bytes, timestamp: int, key_bytes: bytes, namespace: Any) -> bytes:
@@ -260,6 +261,9 @@ class RocksDBTimerQueue:
         self.during: dict[bytes, bool] = {}
         self.fired: set[bytes] = set()  # fired in the running pass, not yet deleted
         self.sequence = 0  # orders equal heads (a timer added again while polled)
+        # No timer is earlier (_NO_TIMER: there is none; None: not known yet). It spares a
+        # poll with nothing due a seek per key group: up to 32768 of them every epoch.
+        self.floor: int | None = None
 
     def _entry(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> bytes:
         return timer_entry(
@@ -281,6 +285,8 @@ class RocksDBTimerQueue:
     def _change(self, key_group: int, timer: tuple[int, Any, Any], added: bool) -> None:
         timestamp, key, namespace = timer
         entry = self._entry(key_group, key, namespace, timestamp)
+        if added and self.floor is not None and timestamp < self.floor:
+            self.floor = timestamp
         if self.draining is not None:
             self._change_now(entry, key_group, timestamp, added)
             return
@@ -338,7 +344,8 @@ class RocksDBTimerQueue:
         self.known.clear()
 
     def drop_cache(self) -> None:
-        """Nothing cached to drop: pending changes were written back."""
+        """Pending changes were written back; the floor is found again, in case."""
+        self.floor = None
 
     def _head(self, key_group: int, iterator: Any) -> tuple[int, bytes] | None:
         """The next timer of ``key_group`` at ``iterator``: (timestamp, entry)."""
@@ -350,14 +357,21 @@ class RocksDBTimerQueue:
         return _TIMESTAMP.unpack_from(entry, self.prefix.size)[0] - _OFFSET, entry
 
     def poll_due(self, limit: int) -> Iterator[Timer]:
+        if self.floor is not None and self.floor > limit:
+            return
         self.flush()
         heads: list[Any] = []
+        later = _NO_TIMER  # the earliest timer not due
         for key_group in self.key_groups:
             iterator = self.db.iter()
             iterator.seek(self.prefix.pack(key_group, self.sid))
             head = self._head(key_group, iterator)
-            if head is not None and head[0] <= limit:
+            if head is None:
+                continue
+            if head[0] <= limit:
                 heapq.heappush(heads, (head[0], key_group, head[1], self._next(), iterator))
+            elif head[0] < later:
+                later = head[0]
         self.draining = heads
         during, fired = self.during, self.fired
         try:
@@ -369,6 +383,8 @@ class RocksDBTimerQueue:
                     if head is not None and head[0] <= limit:
                         heads_entry = (head[0], key_group, head[1], self._next(), iterator)
                         heapq.heappush(heads, heads_entry)
+                    elif head is not None and head[0] < later:
+                        later = head[0]
                 status = during.get(entry)
                 if status is False:
                     continue  # removed, or fired already, since the pass began
@@ -388,14 +404,20 @@ class RocksDBTimerQueue:
             self.draining = None
             self._delete_fired()
             self._write_during()
+            # what is left: the heads not yet polled (added in the pass, or a pass cut
+            # short) and the timers not due
+            self.floor = min(later, heads[0][0]) if heads else later
 
     def earliest(self) -> int | None:
+        if self.floor == _NO_TIMER:
+            return None
         self.flush()
-        earliest: int | None = None
+        earliest = _NO_TIMER
         for key_group in self.key_groups:
             iterator = self.db.iter()
             iterator.seek(self.prefix.pack(key_group, self.sid))
             head = self._head(key_group, iterator)
-            if head is not None and (earliest is None or head[0] < earliest):
+            if head is not None and head[0] < earliest:
                 earliest = head[0]
-        return earliest
+        self.floor = earliest
+        return None if earliest == _NO_TIMER else earliest

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import pytest
 from keyed_backends import G1, G2, MAX_P, RANGE
 
 from lockgate.state.heap import HeapKeyedStateBackend
@@ -230,3 +231,37 @@ def test_heap_timers_removed_and_added_again_keep_compaction_going():
     for key in range(2000):
         queue.remove(G1, key, None, 20)
     assert queue.queued < 3000  # compacted
+
+
+def test_a_rocksdb_poll_with_nothing_due_seeks_nothing(new_backend):
+    if not new_backend.is_rocksdb:
+        pytest.skip("the heap's queue has its earliest timer at hand")
+    queue = new_backend().timer_queue("t")
+    seeks = []
+    db = queue.db
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(db, name)
+
+        def iter(self):
+            seeks.append(1)
+            return db.iter()
+
+    queue.db = Counting()
+    queue.add(G1, "a", None, 50)
+    queue.add(G2, "b", None, 70)
+    assert _drain(queue, 10) == []
+    first = len(seeks)
+    assert first == len(RANGE)  # one pass to find the floor
+    for limit in (20, 30, 49):
+        assert _drain(queue, limit) == []
+    assert len(seeks) == first  # then none while nothing is due
+    queue.add(G2, "c", None, 15)  # an earlier timer lowers the floor
+    assert _drain(queue, 20) == [(15, G2, "c", None)]
+    assert _drain(queue, 60) == [(50, G1, "a", None)]
+    assert queue.earliest() == 70
+    assert _drain(queue, 100) == [(70, G2, "b", None)]
+    seeks.clear()
+    assert queue.earliest() is None and _drain(queue, 2**63 - 1) == []
+    assert seeks == []  # known to be empty
