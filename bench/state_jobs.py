@@ -1,6 +1,6 @@
 """Large keyed state for benchmarks: a source that loads a key space, then touches it.
 
-Shared by ``state_scale.py`` and ``recovery.py``. The job is keyed_count's:
+Shared by ``state_scale.py``, ``recovery.py`` and ``savepoint.py``. The job is keyed_count's:
 ``source -> key_by -> CountAndSum (ValueState (count, sum)) -> DiscardingSink``, with the
 source below instead of ``from_collection`` so that 10M keys cost no driver memory and no
 epoch plans full of records:
@@ -17,7 +17,9 @@ epoch plans full of records:
   from a checkpoint like any other.
 - ``state_job(...)``: the environment (work dir, backend, a checkpoint per epoch in a
   FileSystemCheckpointStorage) and the job, with uids so that a checkpoint of one run
-  restores into another; ``warm_up(...)`` runs a small one.
+  restores into another (``source_uid`` gives the source another one, so that a job
+  restores the keyed state and not the source's positions); ``warm_up(...)`` runs a
+  small one.
 - ``PeakRss``: samples the resident memory of this process's tree (the Spark JVM, the
   PySpark daemon and its Python workers, where RocksDB lives in local mode).
 """
@@ -154,6 +156,7 @@ class KeySpaceEnumerator(OffsetSplitEnumerator):
         super().__init__(
             {split: 0 for split in self.layouts},
             {split: layout["total"] for split, layout in self.layouts.items()},
+            parallelism,
         )
 
     def stop(self, split: str, start: int, max_records: int) -> int:
@@ -180,6 +183,7 @@ def state_job(
     parallelism: int,
     max_records_per_split: int,
     settings: dict[str, str] | None = None,
+    source_uid: str = "keys",
 ) -> StreamExecutionEnvironment:
     """The job over ``source``, checkpointing every epoch into ``checkpoint_dir``."""
     config = Configuration()
@@ -199,7 +203,7 @@ def state_job(
     env.enable_checkpointing(1)  # a checkpoint at the end of every epoch
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(checkpoint_dir))
     function = FailOnPoison() if source.poison else keyed_count.CountAndSum()
-    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "keys").uid("keys")
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "keys").uid(source_uid)
     stream.key_by(keyed_count._key).process(function).uid("count").sink_to(DiscardingSink())
     return env
 
