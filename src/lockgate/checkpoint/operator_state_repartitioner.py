@@ -36,7 +36,7 @@ def repartition(
         ranges[target].setdefault(source, {})[name] = (start, end)
 
     start = 0
-    for name, mode in sorted(_modes(handles, where).items()):
+    for name, mode in sorted(state_modes(handles, where).items()):
         counts = [
             (i, h.states[name].count) for i, h in enumerate(handles) if h and name in h.states
         ]
@@ -97,7 +97,9 @@ def _split(
     return next_start
 
 
-def _modes(handles: list[OperatorStateHandle | None], where: str) -> dict[str, str]:
+def state_modes(handles: list[OperatorStateHandle | None], where: str) -> dict[str, str]:
+    """State name -> mode of the states of ``handles`` (one per subtask, in order); a state
+    in two modes fails naming the subtask."""
     modes: dict[str, str] = {}
     for index, handle in enumerate(handles):
         for name, meta in (handle.states if handle else {}).items():
