@@ -17,6 +17,7 @@ from collections.abc import Callable
 from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.state.operator_state_handle import (
     BROADCAST,
+    KINDS,
     UNION,
     OperatorStateHandle,
     OperatorStatePart,
@@ -105,7 +106,7 @@ def state_modes(handles: list[OperatorStateHandle | None], where: str) -> dict[s
         for name, meta in (handle.states if handle else {}).items():
             if modes.setdefault(name, meta.mode) != meta.mode:
                 raise CheckpointFormatError(
-                    f"{where}: state {name!r} of subtask {index} is {meta.mode} state, but "
-                    f"{modes[name]} state in another subtask"
+                    f"{where}: state {name!r} of subtask {index} is {KINDS[meta.mode]} state, "
+                    f"but {KINDS[modes[name]]} state in another subtask"
                 )
     return modes

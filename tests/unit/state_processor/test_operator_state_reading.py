@@ -154,7 +154,9 @@ def test_a_state_asked_for_in_another_mode_fails_naming_both(three, name, mode, 
 def test_a_state_in_two_modes_is_a_damaged_checkpoint():
     first = OperatorStateHandle("file:///a", 1, 2, {"s": StateMeta(SPLIT_DISTRIBUTE, 1)})
     second = OperatorStateHandle("file:///b", 1, 2, {"s": StateMeta(UNION, 1)})
-    with pytest.raises(CheckpointFormatError, match=r"operator 'buffering'.*subtask 1 is union"):
+    with pytest.raises(
+        CheckpointFormatError, match=r"operator 'buffering': state 's' of subtask 1 is union list"
+    ):
         operator_state_tasks(operator([first, second]), "s", UNION, "savepoint sp")
 
 
