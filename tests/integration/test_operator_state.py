@@ -1,6 +1,7 @@
 """Operator state of user functions (``CheckpointedFunction``): list state spread over the
 subtasks round-robin, union state whole to each, broadcast state copied; across
-savepoints at parallelism 2, 3 and 1, with no element lost or repeated."""
+savepoints at parallelism 2, 3 and 1, with no element lost or repeated; and read by the
+state processor, mode by mode."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+import pytest
 from exactly_once_job import (
     MAX_RECORDS,
     PER_SPLIT,
@@ -17,11 +19,13 @@ from exactly_once_job import (
     recovery_settings,
     stop_with_savepoint_at_first_epoch,
 )
+from pyspark.sql import types as T
 
+from lockgate.common import Types
 from lockgate.datastream import CheckpointedFunction, MapFunction
 from lockgate.datastream.connectors import DiscardingSink
 from lockgate.datastream.state import ListStateDescriptor, MapStateDescriptor
-from lockgate.state_processor import SavepointWriter
+from lockgate.state_processor import SavepointReader, SavepointWriter, StateProcessorError
 
 SPLITS = 2
 
@@ -124,6 +128,7 @@ def test_operator_state_is_redistributed_by_mode_across_savepoints(make_env, spa
     # the state processor's copy of the savepoint holds the operator state itself
     copied = SavepointWriter.from_existing_savepoint(spark, second).write(str(tmp_path / "copy"))
     shutil.rmtree(second.removeprefix("file://"))
+    check_read_by_the_state_processor(SavepointReader.read(spark, copied), closed)
     env = checkpointed_env(
         make_env, tmp_path / "checkpoints-3", 1, settings=recovery_settings(copied)
     )
@@ -136,3 +141,33 @@ def test_operator_state_is_redistributed_by_mode_across_savepoints(make_env, spa
     (final,) = reports(report_dir, "three", "close").values()
     assert sorted(map(tuple, final["seen"])) == sorted(records(SPLITS))  # each record once
     assert len(final["seen"]) == SPLITS * PER_SPLIT
+
+
+def check_read_by_the_state_processor(reader: SavepointReader, closed: dict[int, dict]) -> None:
+    """The operator state of the second run's savepoint (``closed``: what its subtasks held)
+    as the state processor reads it."""
+    modes = (("counts", "union list"), ("latest", "broadcast"), ("seen", "list"))
+    metadata = reader.metadata().filter("uid = 'tally'").collect()
+    assert {(r.subtask, tuple(sorted(r.operator_states.items()))) for r in metadata} == {
+        (i, modes) for i in range(3)
+    }
+    # list state: every subtask's elements, in order, typed by the descriptor
+    element = Types.TUPLE([Types.INT(), Types.INT()])
+    seen = reader.list_state("tally", ListStateDescriptor("seen", element))
+    assert seen.schema.simpleString() == "struct<subtask:int,value:struct<f0:int,f1:int>>"
+    assert [(r.subtask, tuple(r.value)) for r in seen.collect()] == [
+        (i, tuple(r)) for i in range(3) for r in closed[i]["seen"]
+    ]
+    # union state: each subtask's [index, count] once; its type inferred
+    counts = reader.union_state("tally", "counts")
+    assert counts.schema["value"].dataType == T.ArrayType(T.LongType())
+    assert sorted((r.subtask, tuple(r.value)) for r in counts.collect()) == [
+        (i, (i, len(closed[i]["seen"]))) for i in range(3)
+    ]
+    # broadcast state: one copy
+    assert [tuple(r) for r in reader.broadcast_state("tally", "latest").collect()] == [("epoch", 2)]
+    with pytest.raises(StateProcessorError, match=r"'counts' of operator 'tally' is union list"):
+        reader.list_state("tally", "counts")
+    listed = r"'counts' \(union list\), 'latest' \(broadcast\), 'seen' \(list\)"
+    with pytest.raises(StateProcessorError, match=rf"no operator state 'nope'; .*: {listed}$"):
+        reader.broadcast_state("tally", "nope")

@@ -82,9 +82,15 @@ def check_first_epoch_state(reader: SavepointReader, uid: str) -> None:
     assert {(r.key, tuple(r.namespace), tuple(r.value)) for r in contents.collect()} == {
         (u, (start, start + WINDOW_MS), sums[(u, start)]) for u in USER_IDS
     }
+    timers_of_windows = reader.timers("window-sums")
+    window = T.StructType(
+        [T.StructField("start", T.LongType()), T.StructField("end", T.LongType())]
+    )
+    assert contents.schema["namespace"].dataType == window  # the TimeWindow's names
+    assert timers_of_windows.schema["namespace"].dataType == window
     window_timers = {
         (r.key, r.timestamp, tuple(r.namespace), r.timer_service, r.time_domain)
-        for r in reader.timers("window-sums").collect()
+        for r in timers_of_windows.collect()
     }
     assert window_timers == {
         (u, start + WINDOW_MS - 1, (start, start + WINDOW_MS), "window", "event") for u in USER_IDS

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.state.operator_state_handle import (
     BROADCAST,
+    KINDS,
     UNION,
     OperatorStateHandle,
     OperatorStatePart,
@@ -36,7 +37,7 @@ def repartition(
         ranges[target].setdefault(source, {})[name] = (start, end)
 
     start = 0
-    for name, mode in sorted(_modes(handles, where).items()):
+    for name, mode in sorted(state_modes(handles, where).items()):
         counts = [
             (i, h.states[name].count) for i, h in enumerate(handles) if h and name in h.states
         ]
@@ -97,13 +98,15 @@ def _split(
     return next_start
 
 
-def _modes(handles: list[OperatorStateHandle | None], where: str) -> dict[str, str]:
+def state_modes(handles: list[OperatorStateHandle | None], where: str) -> dict[str, str]:
+    """State name -> mode of the states of ``handles`` (one per subtask, in order); a state
+    in two modes fails naming the subtask."""
     modes: dict[str, str] = {}
     for index, handle in enumerate(handles):
         for name, meta in (handle.states if handle else {}).items():
             if modes.setdefault(name, meta.mode) != meta.mode:
                 raise CheckpointFormatError(
-                    f"{where}: state {name!r} of subtask {index} is {meta.mode} state, but "
-                    f"{modes[name]} state in another subtask"
+                    f"{where}: state {name!r} of subtask {index} is {KINDS[meta.mode]} state, "
+                    f"but {KINDS[modes[name]]} state in another subtask"
                 )
     return modes

@@ -15,6 +15,7 @@ from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, 
 from lockgate.state.interfaces import BroadcastState, ListState, ReadOnlyBroadcastState
 from lockgate.state.operator_state_handle import (
     BROADCAST,
+    KINDS,
     SPLIT_DISTRIBUTE,
     UNION,
     OperatorStateHandle,
@@ -157,7 +158,7 @@ class OperatorStateBackend:
         name = self._name(state_descriptor, MapStateDescriptor, "get_broadcast_state")
         if name in self.lists:
             raise ValueError(
-                f"{self.where}: state {name!r} is {self.lists[name][0]} list state, not "
+                f"{self.where}: state {name!r} is {KINDS[self.lists[name][0]]} state, not "
                 "broadcast state"
             )
         return self.broadcasts.setdefault(name, OperatorBroadcastState({}))
@@ -171,10 +172,9 @@ class OperatorStateBackend:
         if known is None:
             known = self.lists[name] = (mode, OperatorListState([]))
         elif known[0] != mode:
-            kinds = {SPLIT_DISTRIBUTE: "list state", UNION: "union list state"}
             raise ValueError(
-                f"{self.where}: state {name!r} is {kinds[known[0]]}, not {kinds[mode]} "
-                f"({method} asked for it)"
+                f"{self.where}: state {name!r} is {KINDS[known[0]]} state, not {KINDS[mode]} "
+                f"state ({method} asked for it)"
             )
         return known[1]
 

@@ -31,6 +31,8 @@ SPLIT_DISTRIBUTE = "split"  # get_list_state: the elements are spread over the s
 UNION = "union"  # get_union_list_state: every subtask gets all elements
 BROADCAST = "broadcast"  # get_broadcast_state: every subtask gets one subtask's copy
 MODES = (SPLIT_DISTRIBUTE, UNION, BROADCAST)
+# The state of each mode as Flink names it, for messages and the state processor
+KINDS = {SPLIT_DISTRIBUTE: "list", UNION: "union list", BROADCAST: "broadcast"}
 _STATE = struct.Struct(">BI")  # mode, element count
 _LENGTH = struct.Struct(">I")
 _COUNT = struct.Struct(">H")

@@ -9,6 +9,7 @@ _TASK_ERROR = re.compile(
     r"lockgate\.(?:state_processor\.errors\.StateProcessorError|"
     r"state\.snapshot\.SnapshotFormatError|state\.rocksdb\.StateBackendError|"
     r"state\.canonical_snapshot\.CanonicalKeyError|"
+    r"state\.operator_state_handle\.OperatorStateFormatError|"
     r"common\.records\.RecordFormatError): ([^\n]+)"
 )
 

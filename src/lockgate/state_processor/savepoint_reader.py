@@ -2,40 +2,51 @@
 State Processor API, ``SavepointReader.read``).
 
 The driver reads only ``_metadata``. Every DataFrame of state is an RDD of Spark tasks, one
-per state file (a savepoint's subtask, a heap checkpoint's file) or per RocksDB instance,
-each decoding its files (``state_files``, ``state_rows``); column types are given, or
-inferred from a sample of rows that Spark reads. Operator state (list, union, broadcast) is
-what each operator's subtasks hold in ``_metadata`` itself (``OperatorSubtaskState``); a
-reader of it starts from ``operator(uid)`` as the keyed readers do.
+per state file (a savepoint's subtask, a heap checkpoint's file, a subtask's operator-state
+file) or per RocksDB instance, each decoding its files (``state_files``, ``state_rows``,
+``operator_state_rows``); column types are given, or inferred from a sample of rows that
+Spark reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState
+from lockgate.checkpoint.operator_state_repartitioner import state_modes
 from lockgate.checkpoint.savepoint import load_snapshot
 from lockgate.state import manifests
-from lockgate.state.descriptors import StateDescriptor
+from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.namespaces import NAMESPACED
+from lockgate.state.operator_state_handle import (
+    BROADCAST,
+    KINDS,
+    SPLIT_DISTRIBUTE,
+    UNION,
+    OperatorStatePart,
+)
 from lockgate.state.timer_queues import TIMERS_KIND
 from lockgate.state.ttl import TTL_KIND_PREFIX, is_ttl_kind
 from lockgate.state_processor import task_records
 from lockgate.state_processor.errors import StateProcessorError, task_failure
+from lockgate.state_processor.operator_state_rows import read_operator_state_rows
 from lockgate.state_processor.spark_types import SAMPLE_ROWS, infer_column, spark_type
 from lockgate.state_processor.state_files import split_by_file
 from lockgate.state_processor.state_rows import read_rows
-from lockgate.state_processor.task_records import ReadTask, SubtaskFiles
+from lockgate.state_processor.task_records import OperatorStateReadTask, ReadTask, SubtaskFiles
 
 KEY = "key"
 NAMESPACE = "namespace"
 VALUE = "value"
 LAST_ACCESS = "last_access_timestamp"
+SUBTASK = "subtask"
+# The reader of each operator state mode
+READERS = {SPLIT_DISTRIBUTE: "list_state", UNION: "union_state", BROADCAST: "broadcast_state"}
 
 
 def user_kind(kind: str) -> str:
@@ -80,6 +91,40 @@ def subtask_files(operator: OperatorState) -> list[SubtaskFiles]:
     return parts
 
 
+def operator_state_tasks(
+    operator: OperatorState, name: str, mode: str, where: str
+) -> list[OperatorStateReadTask]:
+    """The Spark tasks that read operator state ``name`` of ``operator``, asked for in
+    ``mode``: one per subtask whose file holds it for list and union list state (each
+    subtask wrote its own elements: together they are the state), the first such subtask's
+    alone for broadcast state (each holds the same copy; Flink reads subtask 0's). ``where``
+    names the savepoint in errors."""
+    subtasks = sorted(operator.subtasks, key=lambda s: s.index)
+    modes = state_modes([s.managed for s in subtasks], f"{where}, operator {operator.uid!r}")
+    found = modes.get(name)
+    if found is None:
+        known = ", ".join(f"{n!r} ({KINDS[m]})" for n, m in sorted(modes.items())) or "none"
+        keyed = name in operator_kinds(operator)
+        hint = " (it is keyed state: read it with keyed_state)" if keyed else ""
+        raise StateProcessorError(
+            f"{where}: operator {operator.uid!r} has no operator state {name!r}{hint}; its "
+            f"operator states: {known}"
+        )
+    if found != mode:
+        raise StateProcessorError(
+            f"{where}: state {name!r} of operator {operator.uid!r} is {KINDS[found]} state, "
+            f"not {KINDS[mode]} state: read it with {READERS[found]}"
+        )
+    tasks = [
+        OperatorStateReadTask(
+            s.index, name, OperatorStatePart(s.managed, {name: (0, s.managed.states[name].count)})
+        )
+        for s in subtasks
+        if s.managed is not None and name in s.managed.states
+    ]
+    return tasks[:1] if mode == BROADCAST else tasks
+
+
 class SavepointReader:
     """The state of a savepoint or a retained checkpoint (``chk-<n>``), of either backend."""
 
@@ -119,14 +164,16 @@ class SavepointReader:
     def metadata(self) -> DataFrame:
         """One row per operator and subtask: uid, name, parallelism, max parallelism, the
         subtask's index and key-group range (null for an operator that is not keyed), the
-        backend whose files hold its keyed state, its states (name -> kind), their bytes, and
-        its watermark."""
+        backend whose files hold its keyed state, its keyed states (name -> kind), their
+        bytes, its watermark, and its operator states (name -> ``list``, ``union list`` or
+        ``broadcast``)."""
         rows = []
         for uid in self.uids():
             operator = self.checkpoint.operators[uid]
             for subtask in sorted(operator.subtasks, key=lambda s: s.index):
                 keyed = subtask.keyed
                 groups = subtask.key_groups
+                managed = subtask.managed.states if subtask.managed is not None else {}
                 rows.append(
                     (
                         uid,
@@ -140,6 +187,7 @@ class SavepointReader:
                         dict(keyed.kinds) if keyed is not None else {},
                         manifests.size(keyed) if keyed is not None else 0,
                         subtask.watermark,
+                        {name: KINDS[meta.mode] for name, meta in managed.items()},
                     )
                 )
         return self.spark.createDataFrame(rows, METADATA_SCHEMA)
@@ -215,7 +263,7 @@ class SavepointReader:
             "pass key_type=, value_type= or namespace_type= (lockgate Types.* or a Spark "
             "DataType), or read the state with a descriptor that declares its types"
         )
-        return self._frame(tasks, columns, where, hint)
+        return self._frame(tasks, read_rows, columns, where, hint)
 
     def timers(self, uid: str, key_type: Any = None, namespace_type: Any = None) -> DataFrame:
         """One row per timer of operator ``uid``: ``key``, ``timestamp`` (ms), ``namespace``
@@ -237,7 +285,84 @@ class SavepointReader:
             if TIMERS_KIND in files.manifest.kinds.values()
         ]
         hint = "pass key_type= or namespace_type= (lockgate Types.* or a Spark DataType)"
-        return self._frame(tasks, columns, where, hint)
+        return self._frame(tasks, read_rows, columns, where, hint)
+
+    # Operator state ------------------------------------------------------------------------
+
+    def list_state(
+        self, uid: str, state: str | ListStateDescriptor, value_type: Any = None
+    ) -> DataFrame:
+        """One row per element of list state ``state`` (its name, or the
+        ``ListStateDescriptor`` that declared it) of operator ``uid``, of every subtask
+        (Flink's ``readListState``): columns ``subtask`` (whose snapshot held the element)
+        and ``value``. The type of ``value`` is ``value_type`` (``Types.*`` or a Spark
+        ``DataType``), else the descriptor's element type, else inferred."""
+        return self._operator_state(uid, state, SPLIT_DISTRIBUTE, None, value_type)
+
+    def union_state(
+        self, uid: str, state: str | ListStateDescriptor, value_type: Any = None
+    ) -> DataFrame:
+        """One row per element of union list state ``state`` of operator ``uid`` (Flink's
+        ``readUnionState``): the union that every subtask gets on a restore, each element
+        once, with the subtask that wrote it (``subtask``, ``value``). Types as for
+        ``list_state``."""
+        return self._operator_state(uid, state, UNION, None, value_type)
+
+    def broadcast_state(
+        self,
+        uid: str,
+        state: str | MapStateDescriptor,
+        key_type: Any = None,
+        value_type: Any = None,
+    ) -> DataFrame:
+        """One row per entry of broadcast state ``state`` (its name, or the
+        ``MapStateDescriptor`` that declared it) of operator ``uid``: columns ``key`` and
+        ``value``, of one subtask's copy (every subtask holds the same; Flink's
+        ``readBroadcastState`` reads subtask 0's). Types from ``key_type`` and
+        ``value_type``, else from the descriptor, else inferred."""
+        return self._operator_state(uid, state, BROADCAST, key_type, value_type)
+
+    def _operator_state(
+        self, uid: str, state: Any, mode: str, key_type: Any, value_type: Any
+    ) -> DataFrame:
+        descriptor = MapStateDescriptor if mode == BROADCAST else ListStateDescriptor
+        name, declared = self._operator_descriptor(state, descriptor, READERS[mode])
+        tasks = operator_state_tasks(self.operator(uid), name, mode, f"savepoint {self.path}")
+        where = f"savepoint {self.path}, operator {uid!r}, state {name!r}"
+        columns: list[tuple[str, T.DataType | None]]
+        if mode == BROADCAST:
+            key_info, value_info = declared if declared is not None else (None, None)
+            columns = [
+                (KEY, _column_type(key_type, key_info, where, "key_type")),
+                (VALUE, _column_type(value_type, value_info, where, "value_type")),
+            ]
+            given = "key_type= or value_type="
+        else:
+            columns = [
+                (SUBTASK, T.IntegerType()),
+                (VALUE, _column_type(value_type, declared, where, "value_type")),
+            ]
+            given = "value_type="
+        hint = (
+            f"pass {given} (lockgate Types.* or a Spark DataType), or read the state with a "
+            f"{descriptor.__name__} that declares its types"
+        )
+        records = [task_records.dump(task) for task in tasks]
+        return self._frame(records, read_operator_state_rows, columns, where, hint)
+
+    def _operator_descriptor(
+        self, state: Any, kind: type[StateDescriptor], reader: str
+    ) -> tuple[str, Any]:
+        """The name of the state that ``state`` (a name or a descriptor of ``kind``) asks
+        for, and the type information the descriptor declares (None for a name)."""
+        if isinstance(state, str):
+            return state, None
+        if not isinstance(state, kind):
+            raise StateProcessorError(
+                f"savepoint {self.path}: {reader} takes a state name or a {kind.__name__}, "
+                f"got {state!r}"
+            )
+        return state.name, state.type_info
 
     # ---------------------------------------------------------------------------------------
 
@@ -253,12 +378,15 @@ class SavepointReader:
     def _frame(
         self,
         tasks: Sequence[str],
+        read: Callable[[str], Iterable[tuple[Any, ...]]],
         columns: list[tuple[str, T.DataType | None]],
         where: str,
         hint: str,
     ) -> DataFrame:
+        """The DataFrame of the rows that ``read`` gives of each task (a record's JSON text),
+        in Spark tasks; ``columns`` not typed are inferred from a sample."""
         context = self.spark.sparkContext
-        rows = context.parallelize(list(tasks), max(1, len(tasks))).flatMap(read_rows)
+        rows = context.parallelize(list(tasks), max(1, len(tasks))).flatMap(read)
         sample: list[tuple[Any, ...]] = []
         if any(data_type is None for _, data_type in columns):
             try:
@@ -291,12 +419,23 @@ METADATA_SCHEMA = T.StructType(
         T.StructField("states", T.MapType(T.StringType(), T.StringType()), False),
         T.StructField("state_bytes", T.LongType(), False),
         T.StructField("watermark", T.LongType(), True),
+        T.StructField("operator_states", T.MapType(T.StringType(), T.StringType()), False),
     ]
 )
 
 
 def _given(given: Any, what: str) -> T.DataType | None:
     return None if given is None else spark_type(given, what)
+
+
+def _column_type(given: Any, declared: Any, where: str, what: str) -> T.DataType | None:
+    """A column's type: ``given`` (the argument ``what``), else the type information a
+    descriptor ``declared``, else None (inferred)."""
+    if given is not None:
+        return spark_type(given, f"{where}, {what}")
+    if declared is not None:
+        return spark_type(declared, f"{where}, the descriptor's type information")
+    return None
 
 
 def _descriptor_type(descriptor: StateDescriptor, where: str) -> T.DataType | None:

@@ -6,6 +6,10 @@ becomes a Spark ``Row`` with its names (or a plain tuple without). Back from Spa
 is a ``pyspark.sql.Row``: one with Spark's tuple names (``_1``, ...) becomes a tuple again,
 another a lockgate ``Row`` with its names, and binary values (``bytearray``) become
 ``bytes``, so that a key read from a savepoint and written back is the same key.
+
+A window (the namespace of window state) is kept by keyed state as the tuple it equals,
+without its class (``key_codec.encode_key``); ``window_to_spark`` gives it the field names
+of the window it was.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from pyspark.sql import Row as SparkRow
 from lockgate.common.types import Row
 
 _PLAIN = (int, str, float, bool, bytes, type(None))
+# The windows of lockgate's assigners by their number of int fields, and the fields' names:
+# TimeWindow(start, end) and CountWindow(id) (GlobalWindow has none)
+_WINDOW_FIELDS = {2: ("start", "end"), 1: ("id",)}
 
 
 def to_spark(value: Any) -> Any:
@@ -37,6 +44,17 @@ def to_spark(value: Any) -> Any:
     if isinstance(value, tuple) and hasattr(value, "_asdict") and not isinstance(value, SparkRow):
         return SparkRow(**{n: to_spark(v) for n, v in value._asdict().items()})
     return value
+
+
+def window_to_spark(namespace: Any) -> Any:
+    """A window state's namespace as Spark takes it: a tuple of two ints is a TimeWindow, a
+    struct ``start, end``, one of one int a CountWindow, a struct ``id``, as the windows of
+    timers (which keep their class) are; any other namespace as ``to_spark`` gives it."""
+    if type(namespace) is tuple and all(type(part) is int for part in namespace):
+        names = _WINDOW_FIELDS.get(len(namespace))
+        if names is not None:
+            return SparkRow(**dict(zip(names, namespace, strict=True)))
+    return to_spark(namespace)
 
 
 def _is_tuple_names(names: list[str]) -> bool:

@@ -1,7 +1,8 @@
 """Inside a Spark task: the rows of one keyed state, or of the timers, of one subtask's
 state files (a ``ReadTask``).
 
-One row per key (and namespace, for a state kept per window):
+One row per key (and namespace, for a state kept per window: a struct with the window's
+field names, ``start, end`` for a TimeWindow):
 
 - value, reducing and aggregating state: ``(key, [namespace], value)``, the value as
   stored (an aggregating state's accumulator);
@@ -23,7 +24,7 @@ from lockgate.state.key_codec import decode_key
 from lockgate.state.namespaces import NAMESPACED
 from lockgate.state.timer_queues import TIMERS_KIND, timer_origin
 from lockgate.state.ttl import is_ttl_kind, raw_kind
-from lockgate.state_processor.spark_values import to_spark
+from lockgate.state_processor.spark_values import to_spark, window_to_spark
 from lockgate.state_processor.state_files import canonical_groups
 from lockgate.state_processor.task_records import TIMERS, ReadTask
 
@@ -95,5 +96,5 @@ def _state_rows(task: ReadTask) -> Iterator[tuple[Any, ...]]:
 
 
 def _row(head: tuple[Any, ...]) -> list[Any]:
-    """The key (decoded) and the namespace of a row."""
-    return [to_spark(decode_key(head[0])), *(to_spark(part) for part in head[1:])]
+    """The key (decoded) and the namespace (a window) of a row."""
+    return [to_spark(decode_key(head[0])), *(window_to_spark(part) for part in head[1:])]

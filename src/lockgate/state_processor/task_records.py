@@ -4,6 +4,8 @@ versioned JSON records (never pickle), one per task or partition.
 - ``SubtaskFiles``: the keyed state of one subtask of an operator, as its ``_metadata``
   names it (a manifest of any backend, the key-group range, the max parallelism);
 - ``ReadTask``: rows of one state (or of the timers) of a ``SubtaskFiles``;
+- ``OperatorStateReadTask``: rows of one operator state (list, union list or broadcast) of
+  one subtask's operator-state file;
 - ``EntriesTask``: the canonical entries of a ``SubtaskFiles``, of the states kept, into the
   key groups of a max parallelism (a rewrite);
 - ``BootstrapTask``: the canonical entries of DataFrame rows (a key column and a column per
@@ -21,6 +23,7 @@ from typing import Any
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
+from lockgate.state.operator_state_handle import OperatorStatePart
 from lockgate.state.snapshot import GroupHandle
 
 FORMAT = "lockgate-state-processor-task"
@@ -140,6 +143,35 @@ class ReadTask:
             field(raw, "kind", str, where),
             field(raw, "ttl_timestamps", bool, where),
         )
+
+
+@dataclass(frozen=True)
+class OperatorStateReadTask:
+    subtask: int  # whose file
+    state: str  # the state's name
+    part: OperatorStatePart  # the state's elements in the subtask's file
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            FORMAT,
+            VERSION,
+            {
+                "record": "operator-state-read",
+                "subtask": self.subtask,
+                "state": self.state,
+                "part": self.part.to_json(),
+            },
+        )
+
+    @staticmethod
+    def load(text: str) -> OperatorStateReadTask:
+        raw = _open(text, "operator-state-read")
+        where = "state processor operator-state-read record"
+        state = field(raw, "state", str, where)
+        part = OperatorStatePart.from_json(raw.get("part"), where)
+        if set(part.ranges) != {state}:
+            raise RecordFormatError(f"{where}: its part is not of state {state!r} alone")
+        return OperatorStateReadTask(field(raw, "subtask", int, where), state, part)
 
 
 @dataclass(frozen=True)

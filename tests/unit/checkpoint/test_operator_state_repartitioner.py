@@ -56,7 +56,10 @@ def test_broadcast_state_is_copied_from_subtask_i_modulo_the_old_parallelism():
 
 def test_a_state_with_two_modes_is_refused():
     old = [handle("h0", s=("split", 1)), handle("h1", s=("union", 1))]
-    with pytest.raises(CheckpointFormatError, match=r"op: state 's' of subtask 1 is union"):
+    with pytest.raises(
+        CheckpointFormatError,
+        match=r"op: state 's' of subtask 1 is union list state, but list state in another",
+    ):
         repartition(old, 2, "op")
 
 

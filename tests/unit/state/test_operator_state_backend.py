@@ -63,6 +63,8 @@ def test_a_state_asked_for_in_another_mode_fails_naming_it(tmp_path):
         restored.get_list_state(ListStateDescriptor("rules"))
     with pytest.raises(ValueError, match=r"state 'union' is union list state, not broadcast"):
         restored.get_broadcast_state(MapStateDescriptor("union"))
+    with pytest.raises(ValueError, match=r"state 'split' is list state, not broadcast"):
+        restored.get_broadcast_state(MapStateDescriptor("split"))
     with pytest.raises(TypeError, match=r"get_list_state needs a ListStateDescriptor"):
         restored.get_list_state(ValueStateDescriptor("v"))
 

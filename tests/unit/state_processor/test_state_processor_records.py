@@ -9,12 +9,20 @@ import pytest
 from lockgate.common.records import RecordFormatError
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import CanonicalManifest, FileHandle, RocksDBManifest
+from lockgate.state.operator_state_handle import (
+    SPLIT_DISTRIBUTE,
+    UNION,
+    OperatorStateHandle,
+    OperatorStatePart,
+    StateMeta,
+)
 from lockgate.state.snapshot import GroupHandle
 from lockgate.state_processor.task_records import (
     KEYED,
     TIMERS,
     BootstrapTask,
     EntriesTask,
+    OperatorStateReadTask,
     ReadTask,
     SubtaskFiles,
     WriteTask,
@@ -39,9 +47,19 @@ ROCKSDB = SubtaskFiles(
     RocksDBManifest({"m": "ttl-map"}, {"000012.sst": FileHandle("s3://b/x.sst", 99)}, "t1"),
 )
 
+OPERATOR_FILE = OperatorStateHandle(
+    "file:///sp/op/2-operator.lgos",
+    80,
+    12345,
+    {"offsets": StateMeta(UNION, 3), "buffer": StateMeta(SPLIT_DISTRIBUTE, 7)},
+)
 RECORDS = [
     (ReadTask(CANONICAL, KEYED, "count", "value", False), ReadTask.load),
     (ReadTask(ROCKSDB, TIMERS, "", "timers", True), ReadTask.load),
+    (
+        OperatorStateReadTask(2, "offsets", OperatorStatePart(OPERATOR_FILE, {"offsets": (0, 3)})),
+        OperatorStateReadTask.load,
+    ),
     (EntriesTask(ROCKSDB, ("m", "_timers/user/event"), 256), EntriesTask.load),
     (BootstrapTask("op", "key", (("a", "value"), ("b", "ttl-list")), 64, 5), BootstrapTask.load),
     (WriteTask("op", "file:///new", "op%2F1", {"a": "value"}), WriteTask.load),
@@ -68,3 +86,9 @@ def test_a_record_of_another_kind_or_version_is_refused():
         ReadTask.load(json.dumps(raw))
     with pytest.raises(RecordFormatError, match=r"not JSON"):
         ReadTask.load("{")
+
+
+def test_an_operator_state_read_record_reads_the_one_state_it_names():
+    whole = OperatorStateReadTask(2, "offsets", OperatorStatePart.whole(OPERATOR_FILE))
+    with pytest.raises(RecordFormatError, match=r"its part is not of state 'offsets' alone"):
+        OperatorStateReadTask.load(dump(whole))

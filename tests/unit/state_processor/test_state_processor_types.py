@@ -11,9 +11,11 @@ from pyspark.sql import Row as SparkRow
 from pyspark.sql import types as T
 
 from lockgate.common.types import Row, Types
+from lockgate.datastream.window import CountWindow, GlobalWindow, TimeWindow
+from lockgate.state.key_codec import encode_key, encode_portable_key
 from lockgate.state_processor.errors import StateProcessorError
 from lockgate.state_processor.spark_types import infer_column, spark_type
-from lockgate.state_processor.spark_values import from_spark, to_spark
+from lockgate.state_processor.spark_values import from_spark, to_spark, window_to_spark
 
 Point = namedtuple("Point", "x y")
 
@@ -70,3 +72,19 @@ def test_values_to_spark_and_back():
     assert type(back) is Row and back.as_dict() == {"a": 1, "b": (2, b"z")}
     assert type(back.b[1]) is bytes
     assert from_spark([SparkRow(_1=1)]) == [(1,)]
+
+
+def test_a_window_namespace_comes_with_its_window_field_names():
+    """Keyed state keeps a window as the tuple it equals; Spark gets the window's names."""
+    time_window = window_to_spark(tuple(TimeWindow(0, 10)))
+    assert time_window.asDict() == dict(TimeWindow(0, 10)._asdict())
+    assert window_to_spark(tuple(CountWindow(3))).asDict() == dict(CountWindow(3)._asdict())
+    assert window_to_spark(tuple(GlobalWindow())) == ()
+    assert infer_column([time_window], "c", "hint") == T.StructType(
+        [T.StructField("start", T.LongType()), T.StructField("end", T.LongType())]
+    )
+    # other tuples are no window of lockgate's: as to_spark gives them
+    for other in [(1, "x"), (True, 2), (1, 2, 3), ((1, 2), 3)]:
+        assert type(window_to_spark(other)) is tuple and window_to_spark(other) == other
+    # back from Spark, it is the key the window is
+    assert encode_portable_key(from_spark(time_window)) == encode_key(TimeWindow(0, 10))

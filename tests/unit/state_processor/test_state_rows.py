@@ -57,13 +57,14 @@ def test_a_ttl_value_comes_without_its_timestamp_unless_asked(written):
 
 def test_window_state_has_a_namespace_and_timers_their_origin(written):
     window = SparkRow(start=0, end=10)
-    assert by_key(rows(written, "window-list", "list/ns")) == {
-        k: (window, [i]) for i, k in enumerate(SPARK_KEYS)
-    }
+    found = rows(written, "window-list", "list/ns")
+    assert by_key(found) == {k: (window, [i]) for i, k in enumerate(SPARK_KEYS)}
     task = ReadTask(written, TIMERS, "", "timers", False)
-    assert sorted(read_rows(dump(task)), key=repr) == sorted(
-        ((k, 9, window, "user", "event") for k in SPARK_KEYS), key=repr
-    )
+    timers = sorted(read_rows(dump(task)), key=repr)
+    assert timers == sorted(((k, 9, window, "user", "event") for k in SPARK_KEYS), key=repr)
+    # the TimeWindow's names, in the state as in the timers (a Row equals its tuple)
+    windows = [row[1] for row in found] + [row[2] for row in timers]
+    assert {tuple(window.asDict().items()) for window in windows} == {(("start", 0), ("end", 10))}
 
 
 def test_timer_origin():
