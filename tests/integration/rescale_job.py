@@ -66,7 +66,7 @@ class Tally(MapFunction, CheckpointedFunction):
         self.seen_state = store.get_list_state(ListStateDescriptor("seen"))
         self.counts = store.get_union_list_state(ListStateDescriptor("counts"))
         self.latest = store.get_broadcast_state(MapStateDescriptor("latest"))
-        self.seen = [list(r) for r in self.seen_state.get()]
+        self.seen = [tuple(r) for r in self.seen_state.get()]
         self.restored = {
             "is_restored": context.is_restored(),
             "seen": self.seen[:],
@@ -79,7 +79,7 @@ class Tally(MapFunction, CheckpointedFunction):
         self._report("open", self.restored)
 
     def map(self, value):
-        self.seen.append(list(value))
+        self.seen.append(tuple(value))
         return value
 
     def snapshot_state(self, context):

@@ -1,9 +1,10 @@
 """Rescaling through savepoints, in the spirit of Flink's RescaleCheckpointManuallyITCase:
 one job with keyed state of every kind, timers, window state and operator list, union and
 broadcast state is stopped with a savepoint at parallelism 2, resumed at 3 from a moved copy
-of it, stopped again, and resumed at 1 to the end, on both backends and across them. Every
-key's state is on the subtask the key-group formulas give, counts go on exactly, and the
-exactly-once output of the three runs has no loss and no duplicate."""
+of it, stopped again, and resumed at 1 to the end from the state processor's copy of that
+savepoint, on both backends and across them. Every key's state is on the subtask the
+key-group formulas give, counts go on exactly, the state processor reads what each subtask
+held, and the exactly-once output of the three runs has no loss and no duplicate."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from exactly_once_job import (
     recovery_settings,
     stop_with_savepoint_at_first_epoch,
 )
+from pyspark.sql import types as T
 from rescale_job import (
     MAX_PARALLELISM,
     PER_EPOCH,
@@ -29,8 +31,10 @@ from rescale_job import (
 )
 from state_processor_job import replay
 
+from lockgate.common import Types
+from lockgate.datastream.state import ListStateDescriptor
 from lockgate.state.key_groups import key_group_range
-from lockgate.state_processor import SavepointReader
+from lockgate.state_processor import SavepointReader, SavepointWriter, StateProcessorError
 
 PARALLELISMS = [2, 3, 1]
 
@@ -53,6 +57,38 @@ def check_savepoint(spark, path: str, parallelism: int, records_read: int) -> No
     assert counts == {user: s["count"] for user, s in states.items()}
 
 
+def check_operator_state_read(reader: SavepointReader, closed: dict[int, dict]) -> None:
+    """The operator state of the second run's savepoint (``closed``: what its subtasks held)
+    as the state processor reads it."""
+    modes = (("counts", "union list"), ("latest", "broadcast"), ("seen", "list"))
+    metadata = reader.metadata().filter("uid = 'tally'").collect()
+    assert {(r.subtask, tuple(sorted(r.operator_states.items()))) for r in metadata} == {
+        (i, modes) for i in range(3)
+    }
+    # list state: every subtask's elements, in order, typed by the descriptor
+    element = Types.TUPLE([Types.STRING(), Types.INT(), Types.LONG()])
+    seen_state = reader.list_state("tally", ListStateDescriptor("seen", element))
+    assert seen_state.schema.simpleString() == (
+        "struct<subtask:int,value:struct<f0:string,f1:int,f2:bigint>>"
+    )
+    assert [(r.subtask, tuple(r.value)) for r in seen_state.collect()] == [
+        (i, r) for i in range(3) for r in seen(closed[i])
+    ]
+    # union state: each subtask's [index, count] once, its type inferred
+    counts = reader.union_state("tally", "counts")
+    assert counts.schema["value"].dataType == T.ArrayType(T.LongType())
+    assert sorted((r.subtask, tuple(r.value)) for r in counts.collect()) == [
+        (i, (i, len(closed[i]["seen"]))) for i in range(3)
+    ]
+    # broadcast state: one copy
+    assert [tuple(r) for r in reader.broadcast_state("tally", "latest").collect()] == [("epoch", 2)]
+    with pytest.raises(StateProcessorError, match=r"'counts' of operator 'tally' is union list"):
+        reader.list_state("tally", "counts")
+    listed = r"'counts' \(union list\), 'latest' \(broadcast\), 'seen' \(list\)"
+    with pytest.raises(StateProcessorError, match=rf"no operator state 'nope'; .*: {listed}$"):
+        reader.broadcast_state("tally", "nope")
+
+
 def seen(report: dict) -> list[tuple]:
     return [tuple(r) for r in report["seen"]]
 
@@ -68,7 +104,7 @@ def test_every_kind_of_state_moves_through_savepoints_at_2_3_and_1(
     out, report_dir = tmp_path / "out", tmp_path / "reports"
     report_dir.mkdir()
 
-    def env_for(run: int, resume: Path | None):
+    def env_for(run: int, resume: str | Path | None):
         settings = {"state.backend.type": backends[run]}
         if resume is not None:
             settings.update(recovery_settings(resume))
@@ -109,7 +145,12 @@ def test_every_kind_of_state_moves_through_savepoints_at_2_3_and_1(
     closed = reports(report_dir, "run1", "close")
     after_two = [r for i in sorted(closed) for r in seen(closed[i])]
 
-    env_for(2, Path(second.removeprefix("file://"))).execute("third run")
+    # the state processor's copy of the savepoint holds the operator state itself
+    copied = SavepointWriter.from_existing_savepoint(spark, second).write(str(tmp_path / "copy"))
+    shutil.rmtree(second.removeprefix("file://"))
+    check_operator_state_read(SavepointReader.read(spark, copied), closed)
+
+    env_for(2, copied).execute("third run")
     (opened,) = reports(report_dir, "run2", "open").values()
     assert sorted(seen(opened)) == sorted(after_two)
     assert [c for _, c in opened["counts"]] == [len(closed[i]["seen"]) for i in range(3)]

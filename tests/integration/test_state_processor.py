@@ -180,9 +180,10 @@ def test_a_savepoint_read_modified_and_written_restores_into_a_rescaled_job(
     timers = {(r.key, r.timestamp) for r in rewritten.timers("state-kinds-v2").collect()}
     assert timers == {(u, TIMER_AT) for u in USER_IDS}  # kept, u1's too (timers are not states)
 
-    # Restore at parallelism 3 with 256 key groups and run to the end
+    # Restore at parallelism 3 and run to the end: the job, whose max parallelism is not
+    # set, takes the savepoint's 256 key groups
     env = make_env(3, FIRST_EPOCH)
-    configure(env, **{"execution.state-recovery.path": written, "pipeline.max-parallelism": "256"})
+    configure(env, **{"execution.state-recovery.path": written})
     output = Counter(tuple(r) for r in build(env, renamed=True).execute_and_collect())
 
     states, _ = replay({}, RECORDS[:FIRST_EPOCH])
