@@ -173,6 +173,21 @@ def test_broadcast_state_must_be_declared_and_functions_must_fit_the_stream(make
         env.execute("undeclared state")
 
 
+class KeyedStateOnTheBroadcastSide(ScaledCounts):
+    def process_broadcast_element(self, value, ctx):
+        self.count.update(1)  # no key is current here
+        yield value
+
+
+def test_keyed_state_on_the_broadcast_side_fails_saying_no_key_is_current(make_env):
+    env = make_env(1)
+    rules = env.from_collection([("mult", 2)]).broadcast(RULES)
+    keyed = env.from_collection([("k", 1)]).key_by(lambda e: e[0])
+    keyed.connect(rules).process(KeyedStateOnTheBroadcastSide()).uid("counts").print()
+    with pytest.raises(JobExecutionError, match=r"uid 'counts'.*no key is current"):
+        env.execute("keyed state without a key")
+
+
 def test_keyed_process_functions_are_not_broadcast_functions(make_env):
     env = make_env(1)
     keyed = env.from_collection([1]).key_by(lambda x: x)

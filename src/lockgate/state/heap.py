@@ -29,7 +29,7 @@ from lockgate.state.interfaces import (
     State,
     ValueState,
 )
-from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.key_groups import NO_KEY_GROUP, KeyGroupRange, foreign_key_group
 from lockgate.state.namespaces import NAMESPACED, NamespaceMerging, namespaced_kind
 from lockgate.state.timer_queues import TIMERS_KIND, HeapTimerQueue
 from lockgate.state.ttl import (
@@ -43,6 +43,20 @@ from lockgate.state.ttl import (
 )
 
 
+class _KeyGroupTables(dict[int, dict[Any, Any]]):
+    """A state's entries by key group: only the subtask's groups exist, so a key of another
+    subtask, or no key at all, fails loudly instead of landing in a wrong group."""
+
+    __slots__ = ("key_groups",)
+
+    def __init__(self, key_groups: KeyGroupRange):
+        super().__init__((key_group, {}) for key_group in key_groups)
+        self.key_groups = key_groups
+
+    def __missing__(self, key_group: int) -> dict[Any, Any]:
+        raise foreign_key_group(key_group, self.key_groups)
+
+
 class KeyContext:
     """The key being processed; states read it on every access."""
 
@@ -50,7 +64,7 @@ class KeyContext:
 
     def __init__(self) -> None:
         self.key: Any = None
-        self.group = -1  # key group of the key
+        self.group = NO_KEY_GROUP  # key group of the key
 
 
 class _HeapState:
@@ -455,7 +469,7 @@ class HeapKeyedStateBackend:
         return dict(self._kinds)
 
     def _empty_groups(self) -> dict[int, dict[Any, Any]]:
-        return {key_group: {} for key_group in self.key_groups}
+        return _KeyGroupTables(self.key_groups)
 
     def group_contents(self, key_group: int) -> dict[str, dict[Any, Any]]:
         """Every state's entries in one key group (empty states left out). TTL states with
@@ -479,10 +493,7 @@ class HeapKeyedStateBackend:
         self, key_group: int, contents: dict[str, dict[Any, Any]], kinds: Mapping[str, str]
     ) -> None:
         if key_group not in self.key_groups:
-            raise ValueError(
-                f"key group {key_group} is outside this subtask's range "
-                f"{self.key_groups.start}-{self.key_groups.end}"
-            )
+            raise foreign_key_group(key_group, self.key_groups)
         for name, entries in contents.items():
             kind = kinds[name]
             if self._kinds.setdefault(name, kind) != kind:

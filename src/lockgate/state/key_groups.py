@@ -67,6 +67,22 @@ class KeyGroupRange:
         return KeyGroupRange(max(self.start, other.start), min(self.end, other.end))
 
 
+NO_KEY_GROUP = -1  # a key context's group while no key is current
+
+
+def foreign_key_group(key_group: int, key_groups: KeyGroupRange) -> Exception:
+    """The error of keyed state accessed in ``key_group``, which the subtask does not own."""
+    if key_group == NO_KEY_GROUP:
+        return RuntimeError(
+            "no key is current: keyed state is read and written only for a current key (in "
+            "process_element and on_timer of a keyed function, or apply_to_keyed_state), "
+            "not in process_broadcast_element"
+        )
+    return ValueError(
+        f"key group {key_group} is outside this subtask's range {key_groups.start}-{key_groups.end}"
+    )
+
+
 def key_group_range(max_parallelism: int, parallelism: int, index: int) -> KeyGroupRange:
     check_parallelism(parallelism, max_parallelism)
     start = (index * max_parallelism + parallelism - 1) // parallelism

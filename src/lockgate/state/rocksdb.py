@@ -56,7 +56,7 @@ from lockgate.state.interfaces import (
     ValueState,
 )
 from lockgate.state.key_codec import decode_key, decode_key_prefix, encode_key, encode_namespace
-from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.key_groups import NO_KEY_GROUP, KeyGroupRange, foreign_key_group
 from lockgate.state.namespaces import NamespaceMerging, namespaced_kind
 from lockgate.state.timer_queues import (
     TIMERS_KIND,
@@ -321,7 +321,9 @@ class RocksDBMapState(MapState):
         self._backend = backend
         self._ctx = ctx
         self._sid = sid
-        self._last: tuple[Any, int, bytes] = (None, -1, b"")  # key, key group, prefix
+        # key, key group, prefix; no key equals _MISS, so the first call computes a prefix
+        # (a no-key context must fail there, not read and write under the empty prefix)
+        self._last: tuple[Any, int, bytes] = (_MISS, NO_KEY_GROUP, b"")
 
     def _prefix(self) -> bytes:
         """The current key's prefix; a record makes several calls for one key, so the last
@@ -443,10 +445,7 @@ class RocksDBKeyedStateBackend:
     def check_group(self, key_group: int) -> None:
         """A key of another subtask's key group must fail, not land in this instance."""
         if not self.key_groups.start <= key_group <= self.key_groups.end:
-            raise ValueError(
-                f"key group {key_group} is outside this subtask's range "
-                f"{self.key_groups.start}-{self.key_groups.end}"
-            )
+            raise foreign_key_group(key_group, self.key_groups)
 
     @property
     def kinds(self) -> dict[str, str]:

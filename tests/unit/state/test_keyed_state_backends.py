@@ -30,7 +30,7 @@ from lockgate.datastream.state import (
     ValueState,
     ValueStateDescriptor,
 )
-from lockgate.state.key_groups import key_group_range
+from lockgate.state.key_groups import NO_KEY_GROUP, key_group_range
 
 
 def add(a, b):
@@ -524,13 +524,32 @@ def test_key_group_outside_the_range_is_not_silently_accepted(new_backend, group
     b = new_backend()
     state = b.get_state(ValueStateDescriptor("v"))
     b.set_current_key(group, "k")
-    with pytest.raises((KeyError, IndexError, ValueError)):
+    with pytest.raises(ValueError, match=f"key group {group} is outside this subtask's range"):
         state.update(1)
-    # Nothing landed in a key group of the range either (the one below the range is -1 to
-    # an index, which is the last key group's position in a list)
+    # Nothing landed in a key group of the range either
     for inside in (RANGE.start, RANGE.end):
         b.set_current_key(inside, "k")
         assert state.value() is None
+    assert stored_entries(b) == 0
+
+
+def test_keyed_state_without_a_current_key_fails_saying_so(new_backend):
+    """As on the broadcast side of a KeyedBroadcastProcessFunction (Flink: "No key set")."""
+    b = new_backend()
+    states = one_state_of_each_kind(b)
+    b.set_current_key(NO_KEY_GROUP, None)
+    accesses = [
+        states["v"].value,
+        states["l"].get,
+        lambda: list(states["m"].items()),  # read lazily
+        lambda: states["m"].put("x", 1),
+        states["r"].get,
+        states["a"].get,
+        *(state.clear for state in states.values()),
+    ]
+    for access in accesses:
+        with pytest.raises(RuntimeError, match=r"^no key is current: keyed state is read"):
+            access()
     assert stored_entries(b) == 0
 
 

@@ -23,6 +23,7 @@ from lockgate.runtime.taskexecutor.context import (
 )
 from lockgate.runtime.taskexecutor.operators import OperatorContext
 from lockgate.state.descriptors import MapStateDescriptor, StateDescriptor
+from lockgate.state.key_groups import NO_KEY_GROUP
 from lockgate.state.operator_state_backend import OperatorBroadcastState, ReadOnlyView
 
 
@@ -135,7 +136,7 @@ class BroadcastProcessOperator(TwoInputOperator):
         def call(value: Any) -> Any:
             if key_ctx is not None:  # no key is current on the broadcast side
                 key_ctx.key = None
-                key_ctx.group = -1
+                key_ctx.group = NO_KEY_GROUP
             return process(value, ctx)
 
         return call
@@ -180,7 +181,7 @@ class BroadcastProcessOperator(TwoInputOperator):
                 key_ctx.group = key_group
                 process(key, state)
         key_ctx.key = None
-        key_ctx.group = -1
+        key_ctx.group = NO_KEY_GROUP
 
 
 def _keys_by_group(backend: Any, name: str) -> Iterable[tuple[int, list[Any]]]:
