@@ -11,6 +11,7 @@ import json
 import os
 import posixpath
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from fsspec.core import url_to_fs
@@ -36,23 +37,28 @@ class Storage:
     def child(self, relative: str) -> Storage:
         return Storage(f"{self.url}/{relative}")
 
-    def _write_temporary(self, relative: str, data: bytes) -> tuple[str, str]:
-        """Write ``data`` under a hidden temporary name next to ``relative``; returns the
-        temporary path and the target path."""
+    def _write_temporary(self, relative: str, data: bytes | Iterable[bytes]) -> tuple[str, str]:
+        """Write ``data`` (bytes, or chunks of them) under a hidden temporary name next to
+        ``relative``; returns the temporary path and the target path."""
         target = self.path(relative)
         parent = target.rsplit("/", 1)[0]
         self.fs.makedirs(parent, exist_ok=True)
         temporary = f"{parent}/.{target.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
         with self.fs.open(temporary, "wb") as out:
-            out.write(data)
+            if isinstance(data, bytes):
+                out.write(data)
+            else:
+                for chunk in data:
+                    out.write(chunk)
         return temporary, target
 
     def write_bytes(self, relative: str, data: bytes) -> None:
         temporary, target = self._write_temporary(relative, data)
         self.fs.mv(temporary, target)
 
-    def create(self, relative: str, data: bytes) -> None:
-        """Write a new file atomically; ``FileExistsError`` if the name exists already.
+    def create(self, relative: str, data: bytes | Iterable[bytes]) -> None:
+        """Write a new file atomically (``data``: its bytes, or chunks of them as they are
+        made); ``FileExistsError`` if the name exists already.
 
         On a local file system the name is taken by a hard link, which fails rather than
         replace; elsewhere the check and the rename are two steps (object stores have no
@@ -150,9 +156,10 @@ class Storage:
         return sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in self.fs.ls(path, False))
 
 
-def read_url(url: str) -> bytes:
+def read_url(url: str, start: int | None = None, end: int | None = None) -> bytes:
+    """The file's bytes, or those from ``start`` up to ``end`` (exclusive)."""
     fs, path = url_to_fs(url)
-    data: bytes = fs.cat_file(path)
+    data: bytes = fs.cat_file(path, start=start, end=end)
     return data
 
 

@@ -219,9 +219,3 @@ def read_contents(blob: bytes) -> tuple[dict[str, str], dict[str, dict[Any, Any]
         else:
             entries[key] = loads(value)
     return kinds, contents
-
-
-def encode_file(
-    kinds: dict[str, str], blobs: dict[int, bytes]
-) -> tuple[bytes, dict[int, tuple[int, int, int]]]:
-    return snapshot.frame(MAGIC, kinds, blobs)

@@ -5,6 +5,7 @@ groups, whichever backend and parallelism wrote them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain
 from typing import Protocol
 
 from lockgate.checkpoint.storage import Storage, read_url
@@ -29,15 +30,19 @@ class CanonicalBackend(Protocol):
 
 
 def group_blobs(manifest: KeyGroupsManifest, magic: bytes) -> Iterator[tuple[int, bytes]]:
-    """(key group, checked blob) of every key group of ``manifest``, a file read once."""
+    """(key group, checked blob) of every key group of ``manifest``. Of each file only the
+    byte range holding them is read (a rescaled subtask needs part of an old subtask's
+    file): files are written in key-group order and a subtask's key groups are a range."""
     by_file: dict[str, list[int]] = {}
     for key_group, handle in manifest.groups.items():
         by_file.setdefault(handle.file, []).append(key_group)
     for url, key_groups in by_file.items():
-        data = read_url(url)
-        snapshot.read_kinds(data, url, magic)
-        for key_group in key_groups:
-            yield key_group, snapshot.group_blob(data, manifest.groups[key_group], key_group, url)
+        snapshot.check_prefix(read_url(url, 0, snapshot.PREFIX_SIZE), url, magic)
+        handles = [manifest.groups[key_group] for key_group in key_groups]
+        start = min(handle.offset for handle in handles)
+        data = read_url(url, start, max(handle.offset + handle.length for handle in handles))
+        for key_group, handle in zip(key_groups, handles, strict=True):
+            yield key_group, snapshot.group_blob(data, handle, key_group, url, start)
 
 
 def restore_canonical(backend: CanonicalBackend, manifest: CanonicalManifest) -> None:
@@ -50,7 +55,7 @@ def write_savepoint_state(
 ) -> CanonicalManifest:
     """Write every key group of ``backend`` to ``relative`` under ``storage`` (a savepoint's
     directory) and return the manifest, with ``relative`` as the file's name."""
-    blobs = dict(export_groups(backend, backend.key_groups, subtask))
+    blobs = export_groups(backend, backend.key_groups, subtask)
     return write_canonical_file(storage, relative, backend.kinds, blobs)
 
 
@@ -71,16 +76,25 @@ def export_groups(
 
 
 def write_canonical_file(
-    storage: Storage, relative: str, kinds: Mapping[str, str], blobs: dict[int, bytes]
+    storage: Storage,
+    relative: str,
+    kinds: Mapping[str, str],
+    blobs: Iterable[tuple[int, bytes]],
 ) -> CanonicalManifest:
-    """Write canonical key-group ``blobs`` as a new file ``relative`` under ``storage`` (a
-    name only this task attempt writes: an existing file is an error, never replaced);
-    its manifest, naming the file by ``relative``. No blobs: no file."""
-    if not blobs:
-        return CanonicalManifest(kinds, {})
-    data, positions = canonical_snapshot.encode_file(dict(kinds), blobs)
-    storage.create(relative, data)
+    """Write canonical key-group ``blobs`` (in key-group order, made as the file is
+    written) as a new file ``relative`` under ``storage`` (a name only this task attempt
+    writes: an existing file is an error, never replaced); its manifest, naming the file
+    by ``relative``. No blobs: no file."""
+    blobs = iter(blobs)
+    first = next(blobs, None)
+    if first is None:
+        return CanonicalManifest(dict(kinds), {})
+    index: dict[int, tuple[int, int, int]] = {}
+    storage.create(
+        relative,
+        snapshot.frame_chunks(canonical_snapshot.MAGIC, dict(kinds), chain([first], blobs), index),
+    )
     return CanonicalManifest(
-        kinds,
-        {kg: snapshot.GroupHandle(relative, *position) for kg, position in positions.items()},
+        dict(kinds),
+        {kg: snapshot.GroupHandle(relative, *position) for kg, position in index.items()},
     )

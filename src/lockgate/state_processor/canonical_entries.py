@@ -136,5 +136,7 @@ def write_subtask(
     context = TaskContext.get()
     attempt = context.taskAttemptId() if context is not None else 0
     relative = f"{task.prefix}/{index}-{attempt}.lgcs"
-    manifest = write_canonical_file(Storage(task.directory), relative, task.kinds, blobs)
+    manifest = write_canonical_file(
+        Storage(task.directory), relative, task.kinds, sorted(blobs.items())
+    )
     yield dump(WrittenSubtask(index, dict(manifest.groups), count))
