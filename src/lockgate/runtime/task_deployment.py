@@ -22,7 +22,7 @@ from lockgate.state.rocksdb import RocksDBSettings
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
-DESCRIPTOR_VERSION = 5
+DESCRIPTOR_VERSION = 4
 RESTORE_VERSION = 3
 
 
@@ -110,10 +110,6 @@ class TaskDeploymentDescriptor:
     staging_url: str  # staging records (files created outside the job's directories)
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds  # of the shuffle batches the subtask's channel writers send
-    # The driver's clock when it planned the epoch: processing-time timers due then fire at
-    # its end even on an executor whose clock is behind (else the driver, seeing them due,
-    # would run empty epochs until that clock caught up).
-    processing_time_ms: int
 
     def encode(self) -> bytes:
         body = {
@@ -137,7 +133,6 @@ class TaskDeploymentDescriptor:
             "keyed_state": _keyed_state_to_json(self.keyed_state),
             "batch_records": self.batch_bounds.records,
             "batch_bytes": self.batch_bounds.bytes,
-            "processing_time_ms": self.processing_time_ms,
         }
         return json.dumps(envelope(DESCRIPTOR_FORMAT, DESCRIPTOR_VERSION, body)).encode()
 
@@ -168,7 +163,6 @@ class TaskDeploymentDescriptor:
             batch_bounds=BatchBounds(
                 field(body, "batch_records", int, where), field(body, "batch_bytes", int, where)
             ),
-            processing_time_ms=field(body, "processing_time_ms", int, where),
         )
 
 

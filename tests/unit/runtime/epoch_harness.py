@@ -25,7 +25,6 @@ from fsspec.core import url_to_fs
 from pyspark import cloudpickle
 
 from lockgate.checkpoint.storage import Storage
-from lockgate.common.clock import processing_time_ms
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
@@ -211,7 +210,6 @@ class Cluster:
         self.workers: dict[str, Hosts] = {} if workers is None else workers
         self.generation = 0
         self.tries = 0
-        self.clock: int | None = None  # the driver's processing time (None: the real one)
         self.written: set[str] = set()  # files of accepted acks (JobMaster.written_files)
         self.checkpointed: set[str] = set()  # files of the latest checkpoint
         monkeypatch.setattr(epoch_task, "open_session", Hosts.open_session)
@@ -273,7 +271,6 @@ class Cluster:
             staging_url=self.work.child("staging").url,
             keyed_state=self.settings(host),
             batch_bounds=self.batch_bounds,
-            processing_time_ms=processing_time_ms() if self.clock is None else self.clock,
         )
         [restore] = self.state.restore_for(vertex, self.run_id)
         if vertex.is_source:

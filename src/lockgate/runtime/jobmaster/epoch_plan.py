@@ -19,7 +19,6 @@ class EpochPlan:
     sources_ending: frozenset[int]  # the source tasks read to their end after this epoch
     savepoint_url: str | None  # the epoch ends with a savepoint: its directory
     checkpoint: bool  # the epoch ends with a checkpoint
-    processing_time_ms: int  # the driver's clock when the epoch's tasks were planned
     inject_failure: bool  # tests: every subtask fails after its snapshot, before its ack
     tasks: dict[int, EpochTask]  # per task (vertex id)
     assignments: dict[int, dict[int, list[SplitAssignment]]]  # source task -> subtask -> input

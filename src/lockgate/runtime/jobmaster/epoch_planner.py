@@ -62,13 +62,12 @@ class EpochPlanner:
         enumerators = state.enumerators
         assignments = {vid: e.plan(max_records) for vid, e in enumerators.items()}
         finished = all(e.is_finished() for e in enumerators.values())
-        now = processing_time_ms()
         if (
             savepoint is None
             and not any(assignments.values())
             and not finished
             and not self._idle_checkpoint_due(state)
-            and not self._timer_due(state, now)
+            and not self._timer_due(state)
         ):
             return None
         ending = _ending(enumerators)
@@ -78,7 +77,7 @@ class EpochPlanner:
         checkpoint = self.coordinator.due(len(ending) == len(enumerators) or savepoint is not None)
         if checkpoint:
             self.coordinator.triggered()
-        frame = self._frame(state.epoch + 1, generation, ending, checkpoint, assignments, now)
+        frame = self._frame(state.epoch + 1, generation, ending, checkpoint, assignments)
         if savepoint is not None:
             assert savepoint.directory is not None
             frame = replace(frame, savepoint_url=savepoint.directory.url)
@@ -109,9 +108,7 @@ class EpochPlanner:
         # as for any epoch: the source tasks of a job that pipelines snapshot nothing of
         # their own (no keyed state, no sink), so they need not know.
         run = after.run
-        frame = self._frame(
-            after.epoch + 1, after.generation, ending, False, assignments, processing_time_ms()
-        )
+        frame = self._frame(after.epoch + 1, after.generation, ending, False, assignments)
         restores = {
             vertex.id: [
                 SubtaskRestore(
@@ -138,7 +135,7 @@ class EpochPlanner:
         checkpoint = self.coordinator.due(ahead.end_of_input)
         if checkpoint:
             self.coordinator.triggered()
-        ahead = replace(ahead, checkpoint=checkpoint, processing_time_ms=processing_time_ms())
+        ahead = replace(ahead, checkpoint=checkpoint)
         others = [vertex for vertex in self.job.vertices if not vertex.is_source]
         restores = {
             vertex.id: [restore.encode() for restore in state.restore_for(vertex, ahead.run)]
@@ -154,7 +151,6 @@ class EpochPlanner:
         ending: frozenset[int],
         checkpoint: bool,
         assignments: dict[int, dict[int, list[SplitAssignment]]],
-        now: int,
     ) -> EpochPlan:
         """An epoch's plan without tasks yet; ``ending``: the source tasks whose input
         ends with it."""
@@ -171,7 +167,6 @@ class EpochPlanner:
             sources_ending=ending,
             savepoint_url=None,
             checkpoint=checkpoint,
-            processing_time_ms=now,
             inject_failure=self.injector.take("after-snapshot-before-ack", epoch),
             tasks={},
             assignments=assignments,
@@ -210,7 +205,6 @@ class EpochPlanner:
                     staging_url=self.staging.url,
                     keyed_state=self.settings.keyed_state,
                     batch_bounds=self.settings.batch_bounds,
-                    processing_time_ms=frame.processing_time_ms,
                 ),
                 graph,
                 None if vertex.is_source else restores[vertex.id],
@@ -221,10 +215,10 @@ class EpochPlanner:
         return replace(frame, tasks=tasks, source_restores=source_restores)
 
     @staticmethod
-    def _timer_due(state: JobState, now: int) -> bool:
+    def _timer_due(state: JobState) -> bool:
         """A processing-time timer is due: an epoch without input fires it."""
         due = state.next_processing_timer()
-        return due is not None and due <= now
+        return due is not None and due <= processing_time_ms()
 
     def _idle_checkpoint_due(self, state: JobState) -> bool:
         """A checkpoint is due on the clock, input or not: an empty epoch then commits what

@@ -160,7 +160,7 @@ class SubtaskHost:
             task.source_ends,
             epoch.records_in,
             epoch.channel_ends,
-            max(task.processing_time_ms, processing_time_ms()),
+            processing_time_ms(),
         )
         outputs = self._drain(subtask)
         backends = subtask.snapshot_functions()

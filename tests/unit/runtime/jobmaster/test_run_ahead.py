@@ -39,7 +39,7 @@ def run_ahead_of(job, state: JobState) -> RunAhead:
     twin = enumerator.ahead()
     twin.plan(2)
     plan = EpochPlan(
-        2, 0, "job#0", "t", "epochs/t", False, frozenset(), None, False, 0, False, {}, {}, {}
+        2, 0, "job#0", "t", "epochs/t", False, frozenset(), None, False, False, {}, {}, {}
     )
     stages = SourceStages("group", "epoch 2", {}, {}, [])
     return RunAhead(plan, {source.id: twin}, {(source.id, 0): "a1"}, stages)
