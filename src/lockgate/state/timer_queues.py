@@ -264,6 +264,9 @@ class RocksDBTimerQueue:
         # No timer is earlier (_NO_TIMER: there is none; None: not known yet). It spares a
         # poll with nothing due a seek per key group: up to 32768 of them every epoch.
         self.floor: int | None = None
+        # the floor is the earliest timer, not only a bound: adds keep it so, removes do not
+        self.exact = False
+        self.removed_in_pass = False
 
     def _entry(self, key_group: int, key: Any, namespace: Any, timestamp: int) -> bytes:
         return timer_entry(
@@ -285,7 +288,11 @@ class RocksDBTimerQueue:
     def _change(self, key_group: int, timer: tuple[int, Any, Any], added: bool) -> None:
         timestamp, key, namespace = timer
         entry = self._entry(key_group, key, namespace, timestamp)
-        if added and self.floor is not None and timestamp < self.floor:
+        if not added:
+            self.exact = False
+            if self.draining is not None:
+                self.removed_in_pass = True
+        elif self.floor is not None and timestamp < self.floor:
             self.floor = timestamp
         if self.draining is not None:
             self._change_now(entry, key_group, timestamp, added)
@@ -346,6 +353,7 @@ class RocksDBTimerQueue:
     def drop_cache(self) -> None:
         """Pending changes were written back; the floor is found again, in case."""
         self.floor = None
+        self.exact = False
 
     def _head(self, key_group: int, iterator: Any) -> tuple[int, bytes] | None:
         """The next timer of ``key_group`` at ``iterator``: (timestamp, entry)."""
@@ -362,6 +370,7 @@ class RocksDBTimerQueue:
         self.flush()
         heads: list[Any] = []
         later = _NO_TIMER  # the earliest timer not due
+        self.removed_in_pass = False
         for key_group in self.key_groups:
             iterator = self.db.iter()
             iterator.seek(self.prefix.pack(key_group, self.sid))
@@ -407,10 +416,12 @@ class RocksDBTimerQueue:
             # what is left: the heads not yet polled (added in the pass, or a pass cut
             # short) and the timers not due
             self.floor = min(later, heads[0][0]) if heads else later
+            # a timer removed in the pass may still be a head, or be ``later``
+            self.exact = not self.removed_in_pass
 
     def earliest(self) -> int | None:
-        if self.floor == _NO_TIMER:
-            return None
+        if self.exact:
+            return None if self.floor == _NO_TIMER else self.floor
         self.flush()
         earliest = _NO_TIMER
         for key_group in self.key_groups:
@@ -420,4 +431,5 @@ class RocksDBTimerQueue:
             if head is not None and head[0] < earliest:
                 earliest = head[0]
         self.floor = earliest
+        self.exact = True
         return None if earliest == _NO_TIMER else earliest

@@ -265,3 +265,31 @@ def test_a_rocksdb_poll_with_nothing_due_seeks_nothing(new_backend):
     seeks.clear()
     assert queue.earliest() is None and _drain(queue, 2**63 - 1) == []
     assert seeks == []  # known to be empty
+
+
+def test_rocksdb_earliest_is_known_without_seeks_until_a_timer_is_removed(new_backend):
+    if not new_backend.is_rocksdb:
+        pytest.skip("the heap's queue has its earliest timer at hand")
+    queue = new_backend().timer_queue("t")
+    seeks = []
+    db = queue.db
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(db, name)
+
+        def iter(self):
+            seeks.append(1)
+            return db.iter()
+
+    queue.db = Counting()
+    queue.add(G1, "a", None, 50)
+    assert queue.earliest() == 50 and len(seeks) == len(RANGE)
+    seeks.clear()
+    queue.add(G2, "b", None, 40)  # an add keeps the earliest known
+    assert queue.earliest() == 40 and _drain(queue, 10) == [] and seeks == []
+    assert _drain(queue, 45) == [(40, G2, "b", None)]
+    seeks.clear()
+    assert queue.earliest() == 50 and seeks == []  # a pass with no removal finds it
+    queue.remove(G1, "a", None, 50)
+    assert queue.earliest() is None and len(seeks) == len(RANGE)  # a removal: seek again
