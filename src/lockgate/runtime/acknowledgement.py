@@ -19,7 +19,7 @@ from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
 from lockgate.state.operator_state_handle import OperatorStateHandle
 
 FORMAT = "lockgate-subtask-ack"
-VERSION = 6
+VERSION = 7
 
 
 def watermarks_field(raw: dict[str, Any], where: str) -> dict[str, int]:
@@ -50,9 +50,10 @@ class SubtaskAck:
     state: KeyedStateSnapshot | None  # keyed subtasks
     operators: dict[str, Any]  # operator uid -> operator state
     watermarks: dict[str, int]  # operator uid -> its watermark at the end of the epoch
-    # when it next needs an epoch by processing time: its earliest processing-time timer,
-    # or an input of it becoming idle
-    next_timer_ms: int | None
+    # in how long, by the subtask's own clock, it next needs an epoch: its earliest
+    # processing-time timer, or an input of it becoming idle. A delay, not a time: the
+    # driver's clock may differ from the executor's.
+    next_timer_in_ms: int | None
     restored: bool  # rebuilt from files rather than found live in its host
     location: str  # the Spark host of the subtask's host ("" in local mode)
     duration_ms: float
@@ -82,7 +83,7 @@ class SubtaskAck:
                 "savepoint_error": self.savepoint_error,
                 "operators": self.operators,
                 "watermarks": self.watermarks,
-                "next_timer_ms": self.next_timer_ms,
+                "next_timer_in_ms": self.next_timer_in_ms,
                 "restored": self.restored,
                 "location": self.location,
                 "duration_ms": self.duration_ms,
@@ -123,7 +124,7 @@ class SubtaskAck:
             savepoint_error=field(body, "savepoint_error", (str, type(None)), where),
             operators=field(body, "operators", dict, where),
             watermarks=watermarks_field(body, where),
-            next_timer_ms=field(body, "next_timer_ms", (int, type(None)), where),
+            next_timer_in_ms=field(body, "next_timer_in_ms", (int, type(None)), where),
             restored=field(body, "restored", bool, where),
             location=field(body, "location", str, where),
             duration_ms=float(field(body, "duration_ms", (int, float), where)),

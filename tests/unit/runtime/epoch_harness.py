@@ -25,6 +25,7 @@ from fsspec.core import url_to_fs
 from pyspark import cloudpickle
 
 from lockgate.checkpoint.storage import Storage
+from lockgate.common.clock import processing_time_ms
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
@@ -406,7 +407,7 @@ class Epoch:
         due, drop the files nothing references."""
         c = self.cluster
         acks = [self.read_ack(v.id, self.attempts[v.id]) for v in c.job.vertices]
-        c.state.apply_acks(self.number, acks)
+        c.state.apply_acks(self.number, acks, processing_time_ms())
         c.work.remove(self.ack_dir)
         for ack in acks:
             if ack.state:

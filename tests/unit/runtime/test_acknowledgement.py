@@ -29,7 +29,7 @@ def an_ack(**changes) -> SubtaskAck:
         ),
         operators={"sink": {"next_part": 3}},
         watermarks={"sink": 1200, "source": 9000},
-        next_timer_ms=1_700_000_000_000,
+        next_timer_in_ms=1_500,
         restored=False,
         location="10.0.0.7",
         duration_ms=12.5,

@@ -26,6 +26,7 @@ from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common import config_options as options
+from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster import savepoints
@@ -280,7 +281,7 @@ class JobMaster:
             _records_per_split(plan, acks),
             warm=not any(ack.restored for ack in acks),
         )
-        self.state.apply_acks(plan.epoch, acks)
+        self.state.apply_acks(plan.epoch, acks, processing_time_ms())
         self.placement.record(acks)
         for ack in acks:
             self.staged.accept(plan.epoch, ack.vertex, ack.subtask, ack.attempt)

@@ -116,15 +116,17 @@ class JobState:
 
     # After an epoch ------------------------------------------------------------------------
 
-    def apply_acks(self, epoch: int, acks: list[SubtaskAck]) -> None:
+    def apply_acks(self, epoch: int, acks: list[SubtaskAck], now_ms: int) -> None:
+        """``now_ms``: the driver's processing time, from which the subtasks' timers are due
+        (their delays are by their own clocks, which may be behind or ahead)."""
         progress_by_source: dict[int, dict[str, SplitProgress]] = {}
         timers = self.processing_timers if self.processing_timers is not None else {}
         for ack in acks:
             vertex_id, index = ack.vertex, ack.subtask
-            if ack.next_timer_ms is None:
+            if ack.next_timer_in_ms is None:
                 timers.pop((vertex_id, index), None)
             else:
-                timers[(vertex_id, index)] = ack.next_timer_ms
+                timers[(vertex_id, index)] = now_ms + ack.next_timer_in_ms
             self.versions[(vertex_id, index)] = ack.attempt
             self.operator_states[vertex_id][index] = ack.operators
             self.watermarks[vertex_id][index] = ack.watermarks

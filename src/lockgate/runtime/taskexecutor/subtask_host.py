@@ -155,12 +155,9 @@ class SubtaskHost:
         the subtask."""
         epoch, subtask = self._running()
         task = epoch.task
+        now = processing_time_ms()
         subtask.end_epoch(
-            task.end_of_input,
-            task.source_ends,
-            epoch.records_in,
-            epoch.channel_ends,
-            processing_time_ms(),
+            task.end_of_input, task.source_ends, epoch.records_in, epoch.channel_ends, now
         )
         outputs = self._drain(subtask)
         backends = subtask.snapshot_functions()
@@ -197,7 +194,7 @@ class SubtaskHost:
             savepoint_error=savepoint_error,
             operators=operator_states,
             watermarks=subtask.watermarks(),
-            next_timer_ms=subtask.next_processing_time(),
+            next_timer_in_ms=_delay(subtask.next_processing_time(), now),
             restored=epoch.restored,
             location=self.location,
             duration_ms=(time.perf_counter() - epoch.started) * 1000,
@@ -311,3 +308,7 @@ class SubtaskHost:
             gc.freeze()
             gc.set_threshold(_YOUNG_COLLECTION_ALLOCATIONS, *gc.get_threshold()[1:])
             self._gc_frozen = True
+
+
+def _delay(due_ms: int | None, now_ms: int) -> int | None:
+    return None if due_ms is None else max(0, due_ms - now_ms)

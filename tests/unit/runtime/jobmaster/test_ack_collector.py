@@ -56,7 +56,7 @@ def write_ack(work, vertex, index, attempt, consumed=None, state=None, **changes
         state=state,
         operators={},
         watermarks={},
-        next_timer_ms=None,
+        next_timer_in_ms=None,
         restored=False,
         location="",
         duration_ms=1.0,

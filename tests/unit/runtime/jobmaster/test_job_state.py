@@ -30,6 +30,7 @@ from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
 from lockgate.state.snapshot import GroupHandle
 
 PATH = "file:///ckpts/job/chk-3"
+NOW = 1_700_000_000_000  # the driver's clock
 DATA = list(range(10))
 
 
@@ -83,7 +84,7 @@ def ack(vertex_id: int, index: int, epoch: int, **fields) -> SubtaskAck:
     values = {
         "operators": {},
         "watermarks": {},
-        "next_timer_ms": None,
+        "next_timer_in_ms": None,
         "source_progress": {},
         "state": None,
         "records_in": 0,
@@ -128,8 +129,8 @@ def positions_at(position: int) -> dict:
 
 def state_after_two_epochs(graph) -> JobState:
     state = JobState(graph, "hashmap")
-    state.apply_acks(1, acks_for(graph, 1, position=4))
-    state.apply_acks(2, acks_for(graph, 2, position=7))
+    state.apply_acks(1, acks_for(graph, 1, position=4), NOW)
+    state.apply_acks(2, acks_for(graph, 2, position=7), NOW)
     return state
 
 
@@ -203,7 +204,7 @@ def test_checkpoint_operators_are_a_snapshot_not_a_view():
     graph = job()
     state = state_after_two_epochs(graph)
     operators = state.checkpoint_operators()
-    state.apply_acks(3, acks_for(graph, 3, position=10))
+    state.apply_acks(3, acks_for(graph, 3, position=10), NOW)
     assert 3 not in operators["counter"].subtasks[0].keyed.groups
     assert operators["numbers"].coordinator_state == positions_at(7)
 
@@ -232,7 +233,7 @@ def test_state_of_another_job_is_copied_by_the_first_epoch():
     state.restore(checkpoint, PATH, ignore_unclaimed=False, foreign=True)
     counter = vertex(state.job, "counter")
     assert {r.claimed for r in state.restore_for(counter, "job#1")} == {False}
-    state.apply_acks(3, acks_for(state.job, 3, position=10))
+    state.apply_acks(3, acks_for(state.job, 3, position=10), NOW)
     assert {r.claimed for r in state.restore_for(counter, "job#1")} == {True}
     state.restore(checkpoint, PATH, ignore_unclaimed=False, foreign=True)
     state.reset()
@@ -255,7 +256,7 @@ def test_restore_discards_progress_made_after_the_checkpoint():
     graph = job()
     state = state_after_two_epochs(graph)
     checkpoint = checkpoint_of(state)
-    state.apply_acks(3, acks_for(graph, 3, position=10))
+    state.apply_acks(3, acks_for(graph, 3, position=10), NOW)
     state.restore(checkpoint, PATH, ignore_unclaimed=False)
     assert state.epoch == 2
     counter = vertex(graph, "counter")
@@ -420,6 +421,7 @@ def test_a_built_in_operator_s_state_of_another_kind_fails_before_the_job_runs()
                 ),
             )
         ],
+        NOW,
     )
     body = checkpoint_of(saved, epoch=1)
     JobState(windowed_job("reduce"), "hashmap").restore(body, PATH, ignore_unclaimed=False)
