@@ -3,7 +3,9 @@ DataFrames (every state kind, window state, timers, metadata), a checkpoint conv
 savepoint; a savepoint modified and
 written anew (a value fixed, a key dropped, a new operator's state bootstrapped, the max
 parallelism changed, an operator renamed and others removed) restores into a job at another
-parallelism, whose output equals the plain-Python reference."""
+parallelism, whose output equals the plain-Python reference; operator list, union and
+broadcast state bootstrapped into a new savepoint restores, subtask by subtask, at another
+parallelism."""
 
 from __future__ import annotations
 
@@ -12,9 +14,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from exactly_once_job import stop_with_savepoint_at_first_epoch
+from exactly_once_job import (
+    checkpointed_env,
+    recovery_settings,
+    stop_with_savepoint_at_first_epoch,
+)
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from rescale_job import Tally, reports
 from state_processor_job import (
     FIRST_EPOCH,
     RECORDS,
@@ -30,7 +37,12 @@ from state_processor_job import (
 from lockgate.common import Configuration, RestartStrategies, Types
 from lockgate.datastream import CheckpointingMode, ExternalizedCheckpointRetention
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
-from lockgate.datastream.state import ListStateDescriptor, ValueStateDescriptor
+from lockgate.datastream.connectors import DiscardingSink
+from lockgate.datastream.state import (
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ValueStateDescriptor,
+)
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.state_processor import SavepointReader, SavepointWriter, StateProcessorError
 
@@ -277,3 +289,75 @@ def test_a_new_savepoint_from_dataframes_and_the_writer_s_checks(spark, tmp_path
             "dup", twice, [ValueStateDescriptor("n")]
         ).write(str(target))
     assert not target.exists()  # what the failed write wrote is gone
+
+
+def test_operator_state_bootstrapped_into_a_new_savepoint_restores_at_another_parallelism(
+    make_env, spark, tmp_path
+):
+    """rescale_job's Tally (uid 'tally', on a keyed stream: keyed state too) bootstrapped at
+    parallelism 2 with list state 'seen' (cut into chunks), union state 'counts' (placed by
+    a subtask column) and broadcast state 'latest', read back, and restored by a job at 3."""
+    seen = [("u0", 0, 0), ("u1", 1, 1000), ("u2", 2, 2000), ("u3", 3, 3000), ("u4", 4, 4000)]
+    seen_frame = spark.createDataFrame(  # two Spark partitions, in order
+        [(s,) for s in seen], "value struct<_1 string, _2 int, _3 bigint>"
+    )
+    counts = spark.createDataFrame([(0, [0, 3]), (1, [1, 2])], "subtask int, value array<int>")
+    latest = spark.createDataFrame([("epoch", 7)], "key string, value bigint")
+    keyed = spark.createDataFrame([("u0", 10)], "key string, n bigint")
+    written = (
+        SavepointWriter.new_savepoint(spark, 128)
+        .with_list_state("tally", seen_frame, ListStateDescriptor("seen"), parallelism=2)
+        .with_keyed_state("tally", keyed, [ValueStateDescriptor("n")])
+        .with_union_state("tally", counts, ListStateDescriptor("counts"))
+        .with_broadcast_state("tally", latest, MapStateDescriptor("latest"))
+        .write(str(tmp_path / "bootstrapped"))
+    )
+
+    reader = SavepointReader.read(spark, written)
+    modes = {"seen": "list", "counts": "union list", "latest": "broadcast"}
+    assert {(r.subtask, r.key_group_start) for r in reader.metadata().collect()} == {
+        (0, 0),
+        (1, 64),
+    }
+    assert all(r.operator_states == modes for r in reader.metadata().collect())
+    element = Types.TUPLE([Types.STRING(), Types.INT(), Types.LONG()])
+    read_seen = reader.list_state("tally", ListStateDescriptor("seen", element)).collect()
+    # 5 elements in chunks of 3 and 2, in the DataFrame's order
+    assert [(r.subtask, tuple(r.value)) for r in read_seen] == [
+        (0, seen[0]),
+        (0, seen[1]),
+        (0, seen[2]),
+        (1, seen[3]),
+        (1, seen[4]),
+    ]
+    read_counts = reader.union_state("tally", "counts").collect()
+    assert [(r.subtask, r.value) for r in read_counts] == [(0, [0, 3]), (1, [1, 2])]
+    assert [tuple(r) for r in reader.broadcast_state("tally", "latest").collect()] == [("epoch", 7)]
+    assert values(reader.keyed_state("tally", "n")) == {"u0": 10}
+
+    report_dir = tmp_path / "reports"
+    report_dir.mkdir()
+    env = checkpointed_env(
+        make_env, tmp_path / "checkpoints", 3, settings=recovery_settings(written)
+    )
+    (
+        env.from_collection([("u5", 5, 5000), ("u6", 6, 6000)])
+        .key_by(lambda r: r[0])
+        .map(Tally(report_dir, "restored"))
+        .uid("tally")
+        .sink_to(DiscardingSink())
+    )
+    env.execute("restored from the bootstrapped savepoint")
+    opened = reports(report_dir, "restored", "open")
+    # list state cut again, into chunks of 2, 2 and 1; the union and the broadcast copy
+    # everywhere
+    chunks = [seen[0:2], seen[2:4], seen[4:]]
+    assert opened == {
+        index: {
+            "is_restored": True,
+            "seen": [list(s) for s in chunk],
+            "counts": [[0, 3], [1, 2]],
+            "latest": {"epoch": 7},
+        }
+        for index, chunk in enumerate(chunks)
+    }

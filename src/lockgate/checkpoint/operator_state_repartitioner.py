@@ -52,7 +52,7 @@ def repartition(
                 if handle is not None and name in handle.states:
                     give(target, source, name, 0, handle.states[name].count)
         else:
-            start = _split(counts, parallelism, start, name, give)
+            start = split_state(counts, parallelism, start, name, give)
     return [
         [_part(handles[source], spans) for source, spans in sorted(subtask.items())]
         for subtask in ranges
@@ -66,7 +66,7 @@ def _part(
     return OperatorStatePart(handle, spans)
 
 
-def _split(
+def split_state(
     counts: list[tuple[int, int]],
     parallelism: int,
     start: int,
@@ -74,7 +74,9 @@ def _split(
     give: Callable[[int, int, str, int, int], None],
 ) -> int:
     """Cut the elements of old subtasks ``counts`` ((subtask, elements), in order) into
-    chunks for the new subtasks, counted from ``start``; returns the next state's start."""
+    chunks for the new subtasks, counted from ``start``: ``give(new subtask, old subtask,
+    name, first, end)`` for each; returns the next state's start. (The state processor cuts
+    a DataFrame's elements so, its Spark partitions in the place of old subtasks.)"""
     total = sum(count for _, count in counts)
     base, extra = divmod(total, parallelism)
     segments = iter(counts)

@@ -127,8 +127,23 @@ class OperatorStatePart:
         return OperatorStatePart(handle, ranges)
 
 
+def pickled(element: Any) -> bytes:
+    """An element as the file holds it."""
+    return dumps(element, HIGHEST_PROTOCOL)
+
+
 def encode(states: dict[str, tuple[str, list[Any]]]) -> tuple[bytes, dict[str, StateMeta]]:
     """The file of ``states`` (name -> (mode, elements)) and each state's meta."""
+    return encode_pickled(
+        {name: (mode, [pickled(e) for e in elements]) for name, (mode, elements) in states.items()}
+    )
+
+
+def encode_pickled(
+    states: dict[str, tuple[str, list[bytes]]],
+) -> tuple[bytes, dict[str, StateMeta]]:
+    """``encode`` of elements pickled already (``pickled``), as the state processor writes
+    elements it has as bytes only."""
     names = sorted(states)
     header = [MAGIC, _COUNT.pack(len(names))]
     body: list[bytes] = []
@@ -140,8 +155,7 @@ def encode(states: dict[str, tuple[str, list[Any]]]) -> tuple[bytes, dict[str, S
             encoded,
             _STATE.pack(MODES.index(mode), len(elements)),
         ]
-        for element in elements:
-            blob = dumps(element, HIGHEST_PROTOCOL)
+        for blob in elements:
             body += [_LENGTH.pack(len(blob)), blob]
     metas = {name: StateMeta(states[name][0], len(states[name][1])) for name in names}
     return b"".join(header + body), metas
@@ -149,6 +163,12 @@ def encode(states: dict[str, tuple[str, list[Any]]]) -> tuple[bytes, dict[str, S
 
 def read_part(part: OperatorStatePart) -> Iterator[tuple[str, str, list[Any]]]:
     """(name, mode, elements in range) of every state of ``part``, from its file."""
+    for name, mode, blobs in read_pickled_part(part):
+        yield name, mode, [loads(blob) for blob in blobs]
+
+
+def read_pickled_part(part: OperatorStatePart) -> Iterator[tuple[str, str, list[bytes]]]:
+    """``read_part`` with the elements as the file holds them (pickled)."""
     handle = part.handle
     data = read_url(handle.file)
     if len(data) != handle.size or zlib.crc32(data) != handle.crc:
@@ -170,12 +190,12 @@ def read_part(part: OperatorStatePart) -> Iterator[tuple[str, str, list[Any]]]:
         layout.append((name, MODES[mode], elements))
     for name, mode, elements in layout:
         start, end = part.ranges.get(name, (0, 0))
-        values = []
+        blobs = []
         for index in range(elements):
             (length,) = _LENGTH.unpack_from(data, position)
             position += _LENGTH.size
             if start <= index < end:
-                values.append(loads(data[position : position + length]))
+                blobs.append(data[position : position + length])
             position += length
         if name in part.ranges:
-            yield name, mode, values
+            yield name, mode, blobs

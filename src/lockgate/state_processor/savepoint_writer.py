@@ -5,7 +5,11 @@ Changes are recorded in the order they are made and applied by ``write``, which 
 Spark job per keyed operator: tasks read the operator's kept state from the source
 (``existing_entries``) and the DataFrames given (``bootstrap_entries``), the entries are
 partitioned by key group to the operator's subtasks, and each subtask's task writes one
-canonical file (``write_subtask``). The driver writes only ``_metadata``, last. The source
+canonical file (``write_subtask``). An operator given operator state gets one more Spark
+job (and one that counts rows first, for list state cut into chunks): its kept operator
+state (``existing_elements``) and the DataFrames' elements (``bootstrap_elements``) are
+partitioned by subtask, and each subtask's task writes its operator-state file
+(``write_operator_state_subtask``). The driver writes only ``_metadata``, last. The source
 is never changed; the new savepoint holds every file it needs (relative paths), so it
 restores into either backend at any parallelism.
 """
@@ -13,9 +17,10 @@ restores into either backend at any parallelism.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from operator import itemgetter
 from urllib.parse import quote
 
 from pyspark.rdd import RDD
@@ -23,10 +28,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState, OperatorSubtaskState
+from lockgate.checkpoint.operator_state_repartitioner import split_state, state_modes
 from lockgate.checkpoint.savepoint import complete_savepoint
 from lockgate.checkpoint.storage import Storage, read_url
 from lockgate.common.clock import processing_time_ms
-from lockgate.state.descriptors import StateDescriptor
+from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
 from lockgate.state.key_groups import (
     UPPER_BOUND_MAX_PARALLELISM,
     check_parallelism,
@@ -34,6 +40,13 @@ from lockgate.state.key_groups import (
     operator_index_for_key_group,
 )
 from lockgate.state.manifests import CanonicalManifest
+from lockgate.state.operator_state_handle import (
+    BROADCAST,
+    KINDS,
+    SPLIT_DISTRIBUTE,
+    UNION,
+    OperatorStatePart,
+)
 from lockgate.state.ttl import RAW_KINDS, stored_kind
 from lockgate.state_processor import task_records
 from lockgate.state_processor.canonical_entries import (
@@ -43,7 +56,15 @@ from lockgate.state_processor.canonical_entries import (
     write_subtask,
 )
 from lockgate.state_processor.errors import StateProcessorError, task_failure
+from lockgate.state_processor.operator_state_elements import (
+    Element,
+    bootstrap_elements,
+    count_rows,
+    existing_elements,
+    write_operator_state_subtask,
+)
 from lockgate.state_processor.savepoint_reader import (
+    SUBTASK,
     SavepointReader,
     is_keyed,
     operator_kinds,
@@ -51,10 +72,22 @@ from lockgate.state_processor.savepoint_reader import (
 )
 from lockgate.state_processor.task_records import (
     BootstrapTask,
+    CountedPartition,
     EntriesTask,
+    OperatorStateBootstrapTask,
+    OperatorStateReadTask,
+    OperatorStateWriteTask,
     WriteTask,
+    WrittenOperatorState,
     WrittenSubtask,
 )
+
+# The writer of each operator state mode
+WRITERS = {
+    SPLIT_DISTRIBUTE: "with_list_state",
+    UNION: "with_union_state",
+    BROADCAST: "with_broadcast_state",
+}
 
 
 @dataclass
@@ -67,6 +100,18 @@ class _Bootstrap:
 
 
 @dataclass
+class _OperatorStateBootstrap:
+    """One operator state from a DataFrame."""
+
+    dataframe: DataFrame
+    name: str
+    mode: str  # SPLIT_DISTRIBUTE, UNION or BROADCAST
+    key_column: str  # broadcast state's; "" for list and union list state
+    value_column: str
+    by_subtask: bool  # the DataFrame's subtask column places each list element
+
+
+@dataclass
 class _Operator:
     """One operator of the new savepoint."""
 
@@ -76,14 +121,22 @@ class _Operator:
     max_parallelism: int
     keyed: bool
     base: OperatorState | None  # its state in the source (None: a new operator)
-    kept: dict[str, str]  # states of ``base`` that go on as they are: name -> kind
+    kept: dict[str, str]  # keyed states of ``base`` that go on as they are: name -> kind
     bootstraps: list[_Bootstrap] = field(default_factory=list)
+    operator_state_bootstraps: list[_OperatorStateBootstrap] = field(default_factory=list)
 
     def kinds(self) -> dict[str, str]:
         kinds = dict(self.kept)
         for bootstrap in self.bootstraps:
             kinds.update(bootstrap.states)
         return kinds
+
+    def operator_state_names(self) -> set[str]:
+        """Its operator states: those of ``base`` and those from DataFrames."""
+        names = {b.name for b in self.operator_state_bootstraps}
+        for subtask in self.base.subtasks if self.base is not None else ():
+            names.update(subtask.managed.states if subtask.managed is not None else ())
+        return names
 
 
 def _check_max_parallelism(max_parallelism: object) -> int:
@@ -139,7 +192,8 @@ class SavepointWriter:
 
     @staticmethod
     def new_savepoint(spark: SparkSession, max_parallelism: int) -> SavepointWriter:
-        """Start from nothing: operators get state only from ``with_keyed_state``."""
+        """Start from nothing: operators get state only from ``with_keyed_state``,
+        ``with_list_state``, ``with_union_state`` and ``with_broadcast_state``."""
         return SavepointWriter(spark, None, None, _check_max_parallelism(max_parallelism))
 
     def _where(self) -> str:
@@ -227,16 +281,17 @@ class SavepointWriter:
             raise StateProcessorError(f"{where}: a state is named twice in {names}")
         operator = self._operators.get(uid)
         if operator is None:
-            operator = self._new_operator(uid, parallelism, name)
-        elif not operator.keyed:
-            raise StateProcessorError(
-                f"{self._where()}: operator {uid!r} is not keyed: it cannot have keyed state"
-            )
+            operator = self._new_operator(uid, parallelism, name, keyed=True)
         elif parallelism is not None or name is not None:
             raise StateProcessorError(
                 f"{where} exists already with parallelism {operator.parallelism} and name "
                 f"{operator.name!r}: parallelism and name are only for a new operator"
             )
+        elif not operator.keyed and operator.base is not None:
+            raise StateProcessorError(
+                f"{self._where()}: operator {uid!r} is not keyed: it cannot have keyed state"
+            )
+        operator.keyed = True  # a new operator may have been given operator state first
         for bootstrap in operator.bootstraps:
             again = set(names) & {n for n, _ in bootstrap.states}
             if again:
@@ -244,12 +299,142 @@ class SavepointWriter:
                     f"{where}: state {sorted(again)[0]!r} was given by an earlier "
                     "with_keyed_state already"
                 )
+        taken = set(names) & operator.operator_state_names()
+        if taken:
+            raise StateProcessorError(
+                f"{where}: {sorted(taken)[0]!r} is an operator state of the operator: keyed "
+                "state needs another name"
+            )
         for state_name in names:
             operator.kept.pop(state_name, None)
         operator.bootstraps.append(_Bootstrap(dataframe, key_column, tuple(declared)))
         return self
 
-    def _new_operator(self, uid: str, parallelism: int | None, name: str | None) -> _Operator:
+    def with_list_state(
+        self,
+        uid: str,
+        dataframe: DataFrame,
+        descriptor: ListStateDescriptor,
+        value_column: str = "value",
+        parallelism: int | None = None,
+    ) -> SavepointWriter:
+        """List state ``descriptor`` of operator ``uid`` (what a ``CheckpointedFunction``
+        gets with ``get_list_state``; Flink's ``bootstrapWith(data).transform(...)`` with a
+        ``StateBootstrapFunction``): the values of ``value_column`` are its elements,
+        pickled as the operator state backend pickles them (none may be null).
+
+        With a ``subtask`` column (as ``list_state`` reads it), each element goes to that
+        subtask; without, the elements are cut into contiguous chunks, one per subtask, as a
+        restore at another parallelism cuts list state. Within a subtask the elements keep
+        the DataFrame's partition order: its Spark partitions in order, each row by row (the
+        order ``collect()`` gives; sort the DataFrame for another). Without a subtask column
+        Spark computes the DataFrame twice (to count the rows, then to write them): it must
+        give the same rows both times.
+
+        An existing operator keeps its parallelism and its other states (keyed state too);
+        this one replaces its operator state of the name. A new uid adds an operator with
+        ``parallelism`` subtasks (default: Spark's default parallelism, at most the max
+        parallelism); ``with_keyed_state`` may give it keyed state too.
+        """
+        return self._with_operator_state(
+            uid, dataframe, descriptor, SPLIT_DISTRIBUTE, "", value_column, parallelism
+        )
+
+    def with_union_state(
+        self,
+        uid: str,
+        dataframe: DataFrame,
+        descriptor: ListStateDescriptor,
+        value_column: str = "value",
+        parallelism: int | None = None,
+    ) -> SavepointWriter:
+        """Union list state ``descriptor`` of operator ``uid`` (``get_union_list_state``),
+        written as ``with_list_state`` writes list state (a ``subtask`` column places the
+        elements, as ``union_state`` reads them); on a restore every subtask gets all of
+        them."""
+        return self._with_operator_state(
+            uid, dataframe, descriptor, UNION, "", value_column, parallelism
+        )
+
+    def with_broadcast_state(
+        self,
+        uid: str,
+        dataframe: DataFrame,
+        descriptor: MapStateDescriptor,
+        key_column: str = "key",
+        value_column: str = "value",
+        parallelism: int | None = None,
+    ) -> SavepointWriter:
+        """Broadcast state ``descriptor`` of operator ``uid`` (``get_broadcast_state``;
+        Flink's ``BroadcastStateBootstrapFunction``): one entry per row, its key in
+        ``key_column`` and its value in ``value_column``; every subtask gets a copy, as
+        broadcast state is. Two rows of one key fail the write. Operators as for
+        ``with_list_state``."""
+        return self._with_operator_state(
+            uid, dataframe, descriptor, BROADCAST, key_column, value_column, parallelism
+        )
+
+    def _with_operator_state(
+        self,
+        uid: str,
+        dataframe: DataFrame,
+        descriptor: StateDescriptor,
+        mode: str,
+        key_column: str,
+        value_column: str,
+        parallelism: int | None,
+    ) -> SavepointWriter:
+        _check_uid(uid, "the operator uid")
+        where = f"operator {uid!r}"
+        if not isinstance(dataframe, DataFrame):
+            raise StateProcessorError(f"{where}: needs a Spark DataFrame, got {dataframe!r}")
+        kind = MapStateDescriptor if mode == BROADCAST else ListStateDescriptor
+        if not isinstance(descriptor, kind):
+            raise StateProcessorError(
+                f"{where}: {WRITERS[mode]} takes a {kind.__name__}, got {descriptor!r}"
+            )
+        name = descriptor.name
+        state = f"{where}, {KINDS[mode]} state {name!r}"
+        columns = {f.name: f.dataType for f in dataframe.schema.fields}
+        for column in (key_column, value_column) if mode == BROADCAST else (value_column,):
+            if column not in columns:
+                raise StateProcessorError(
+                    f"{state}: the DataFrame has no column {column!r} (its columns: "
+                    f"{', '.join(columns)})"
+                )
+        by_subtask = mode != BROADCAST and SUBTASK in columns and value_column != SUBTASK
+        if by_subtask and not isinstance(columns[SUBTASK], T.IntegralType):
+            raise StateProcessorError(
+                f"{state}: column {SUBTASK!r} gives each element's subtask: it must hold "
+                f"integers, not {columns[SUBTASK].simpleString()}"
+            )
+        operator = self._operators.get(uid)
+        if operator is None:
+            operator = self._new_operator(uid, parallelism, None, keyed=False)
+        elif parallelism is not None:
+            raise StateProcessorError(
+                f"{where} exists already with parallelism {operator.parallelism}: parallelism "
+                "is only for a new operator"
+            )
+        if name in operator.kinds():
+            raise StateProcessorError(
+                f"{where}: {name!r} is a keyed state of the operator: operator state needs "
+                "another name"
+            )
+        for earlier in operator.operator_state_bootstraps:
+            if earlier.name == name:
+                raise StateProcessorError(
+                    f"{where}: state {name!r} was given as {KINDS[earlier.mode]} state by an "
+                    f"earlier {WRITERS[earlier.mode]} already"
+                )
+        operator.operator_state_bootstraps.append(
+            _OperatorStateBootstrap(dataframe, name, mode, key_column, value_column, by_subtask)
+        )
+        return self
+
+    def _new_operator(
+        self, uid: str, parallelism: int | None, name: str | None, keyed: bool
+    ) -> _Operator:
         max_parallelism = self._max_parallelism
         if max_parallelism is None:
             shared = {op.max_parallelism for op in self._operators.values()}
@@ -265,7 +450,7 @@ class SavepointWriter:
             check_parallelism(parallelism, max_parallelism)
         except (TypeError, ValueError) as exc:
             raise StateProcessorError(f"new operator {uid!r}: {exc}") from None
-        operator = _Operator(uid, name or uid, parallelism, max_parallelism, True, None, {})
+        operator = _Operator(uid, name or uid, parallelism, max_parallelism, keyed, None, {})
         self._operators[uid] = operator
         return operator
 
@@ -299,11 +484,21 @@ class SavepointWriter:
                     f"max parallelism {max_parallelism}"
                 )
             if operator.keyed:
-                operators[uid] = self._write_keyed(operator, max_parallelism, directory)
+                state = self._write_keyed(operator, max_parallelism, directory)
+            elif operator.base is not None:
+                state = replace(operator.base, uid=uid, max_parallelism=max_parallelism)
+            else:  # a new operator with operator state only
+                subtasks = tuple(
+                    OperatorSubtaskState(index, None, None, None)
+                    for index in range(operator.parallelism)
+                )
+                state = OperatorState(
+                    uid, operator.name, operator.parallelism, max_parallelism, subtasks
+                )
+            if operator.operator_state_bootstraps:
+                operators[uid] = self._write_operator_state(operator, state, directory)
             else:
-                assert operator.base is not None  # only existing operators are not keyed
-                operators[uid] = replace(operator.base, uid=uid, max_parallelism=max_parallelism)
-        operators = {uid: _with_own_operator_state(op, directory) for uid, op in operators.items()}
+                operators[uid] = _with_own_operator_state(state, directory)
         source = self._source
         return CheckpointMetadata(
             source.job_id if source is not None else uuid.uuid4().hex,
@@ -368,6 +563,99 @@ class SavepointWriter:
         return OperatorState(
             operator.uid, operator.name, operator.parallelism, max_parallelism, tuple(subtasks)
         )
+
+    def _write_operator_state(
+        self, operator: _Operator, state: OperatorState, directory: Storage
+    ) -> OperatorState:
+        """``state`` with an operator-state file per subtask, written by Spark tasks: the
+        operator states from DataFrames, and those of the source that they do not replace
+        (each subtask keeps its own)."""
+        context = self.spark.sparkContext
+        given = {b.name: b.mode for b in operator.operator_state_bootstraps}
+        modes: dict[str, str] = {}
+        parts: list[RDD[Element]] = []
+        base = operator.base
+        if base is not None:
+            subtasks = sorted(base.subtasks, key=lambda s: s.index)
+            where = f"{self._where()}, operator {operator.uid!r}"
+            found = state_modes([s.managed for s in subtasks], where)
+            modes = {name: mode for name, mode in found.items() if name not in given}
+            tasks = [
+                task_records.dump(
+                    OperatorStateReadTask(
+                        s.index,
+                        name,
+                        OperatorStatePart(s.managed, {name: (0, s.managed.states[name].count)}),
+                    )
+                )
+                for s in subtasks
+                if s.managed is not None
+                for name in sorted(modes)
+                if name in s.managed.states
+            ]
+            if tasks:
+                parts.append(context.parallelize(tasks, len(tasks)).flatMap(existing_elements))
+        modes.update(given)
+        for bootstrap in operator.operator_state_bootstraps:
+            parts.append(self._bootstrap_elements(operator, bootstrap))
+        key_columns = {
+            b.name: b.key_column for b in operator.operator_state_bootstraps if b.mode == BROADCAST
+        }
+        write = OperatorStateWriteTask(
+            operator.uid, directory.url, quote(operator.uid, safe=""), modes, key_columns
+        )
+        written = (
+            context.union(parts)
+            .repartitionAndSortWithinPartitions(operator.parallelism, itemgetter(0))
+            .mapPartitionsWithIndex(partial(write_operator_state_subtask, task_records.dump(write)))
+            .collect()
+        )
+        handles = {w.subtask: w.handle for w in map(WrittenOperatorState.load, written)}
+        return replace(
+            state,
+            subtasks=tuple(replace(s, managed=handles[s.index]) for s in state.subtasks),
+        )
+
+    def _bootstrap_elements(
+        self, operator: _Operator, bootstrap: _OperatorStateBootstrap
+    ) -> RDD[Element]:
+        """The elements of one operator state from its DataFrame; list state without a
+        subtask column is counted first, to cut it into chunks."""
+        if bootstrap.mode == BROADCAST:
+            columns = [bootstrap.key_column, bootstrap.value_column]
+        else:
+            columns = [bootstrap.value_column, *([SUBTASK] if bootstrap.by_subtask else [])]
+        rows = bootstrap.dataframe.select(*columns).rdd
+        chunks: tuple[tuple[int, int, int, int], ...] = ()
+        if bootstrap.mode != BROADCAST and not bootstrap.by_subtask:
+            counted = rows.mapPartitionsWithIndex(count_rows).collect()
+            chunks = chunks_of(map(CountedPartition.load, counted), operator.parallelism)
+        task = OperatorStateBootstrapTask(
+            operator.uid,
+            bootstrap.name,
+            bootstrap.mode,
+            bootstrap.key_column,
+            bootstrap.value_column,
+            bootstrap.by_subtask,
+            operator.parallelism,
+            chunks,
+        )
+        return rows.mapPartitionsWithIndex(partial(bootstrap_elements, task_records.dump(task)))
+
+
+def chunks_of(
+    counted: Iterable[CountedPartition], parallelism: int
+) -> tuple[tuple[int, int, int, int], ...]:
+    """(Spark partition, subtask, first, end) of each chunk of list state whose Spark
+    partitions have ``counted`` rows: cut as a restore at another parallelism cuts list
+    state (``split_state``), the partitions, in order, in the place of the old subtasks."""
+    chunks: list[tuple[int, int, int, int]] = []
+
+    def give(subtask: int, partition: int, _name: str, first: int, end: int) -> None:
+        chunks.append((partition, subtask, first, end))
+
+    split_state(sorted((c.partition, c.rows) for c in counted), parallelism, 0, "", give)
+    return tuple(chunks)
 
 
 def _with_own_operator_state(operator: OperatorState, directory: Storage) -> OperatorState:

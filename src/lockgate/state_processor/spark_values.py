@@ -3,9 +3,10 @@
 Spark infers a struct from a tuple (fields ``_1``, ``_2``, ...), a named tuple or a
 ``pyspark.sql.Row``; lockgate's ``Row`` is a tuple whose names Spark cannot see, so it
 becomes a Spark ``Row`` with its names (or a plain tuple without). Back from Spark, a struct
-is a ``pyspark.sql.Row``: one with Spark's tuple names (``_1``, ...) becomes a tuple again,
-another a lockgate ``Row`` with its names, and binary values (``bytearray``) become
-``bytes``, so that a key read from a savepoint and written back is the same key.
+is a ``pyspark.sql.Row``: one with Spark's tuple names (``_1``, ...) or Flink's (``f0``,
+..., as a ``Types.TUPLE`` column is read) becomes a tuple again, another a lockgate ``Row``
+with its names, and binary values (``bytearray``) become ``bytes``, so that a key read from
+a savepoint and written back is the same key.
 
 A window (the namespace of window state) is kept by keyed state as the tuple it equals,
 without its class (``key_codec.encode_key``); ``window_to_spark`` gives it the field names
@@ -58,7 +59,11 @@ def window_to_spark(namespace: Any) -> Any:
 
 
 def _is_tuple_names(names: list[str]) -> bool:
-    return names == [f"_{i}" for i in range(1, len(names) + 1)]
+    """Spark's names of a tuple's fields (``_1``, ...), or Flink's (``f0``, ...)."""
+    return names in (
+        [f"_{i}" for i in range(1, len(names) + 1)],
+        [f"f{i}" for i in range(len(names))],
+    )
 
 
 def from_spark(value: Any) -> Any:

@@ -11,7 +11,14 @@ versioned JSON records (never pickle), one per task or partition.
 - ``BootstrapTask``: the canonical entries of DataFrame rows (a key column and a column per
   state);
 - ``WriteTask``: where and how a partition of entries becomes one subtask's canonical file;
-- ``WrittenSubtask``: what that task wrote.
+- ``WrittenSubtask``: what that task wrote;
+- ``CountedPartition``: the rows of one Spark partition of a DataFrame, counted to cut its
+  elements into the chunks of list state;
+- ``OperatorStateBootstrapTask``: the elements of one operator state from DataFrame rows,
+  and the subtasks they go to;
+- ``OperatorStateWriteTask``: where a partition of elements becomes one subtask's
+  operator-state file;
+- ``WrittenOperatorState``: what that task wrote.
 """
 
 from __future__ import annotations
@@ -23,7 +30,12 @@ from typing import Any
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
-from lockgate.state.operator_state_handle import OperatorStatePart
+from lockgate.state.operator_state_handle import (
+    BROADCAST,
+    MODES,
+    OperatorStateHandle,
+    OperatorStatePart,
+)
 from lockgate.state.snapshot import GroupHandle
 
 FORMAT = "lockgate-state-processor-task"
@@ -47,10 +59,10 @@ def _strings(raw: dict[str, Any], name: str, where: str) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _kinds(raw: dict[str, Any], name: str, where: str) -> dict[str, str]:
+def _state_map(raw: dict[str, Any], name: str, where: str) -> dict[str, str]:
     kinds = field(raw, name, dict, where)
     if not all(isinstance(v, str) for v in kinds.values()):
-        raise RecordFormatError(f"{where}: field '{name}' must map state names to kinds")
+        raise RecordFormatError(f"{where}: field '{name}' must map state names to strings")
     return kinds
 
 
@@ -272,7 +284,7 @@ class WriteTask:
             field(raw, "uid", str, where),
             field(raw, "directory", str, where),
             field(raw, "prefix", str, where),
-            _kinds(raw, "kinds", where),
+            _state_map(raw, "kinds", where),
         )
 
 
@@ -305,4 +317,146 @@ class WrittenSubtask:
             groups[int(key)] = GroupHandle.from_json(handle, f"{where}, key group {key}")
         return WrittenSubtask(
             field(raw, "subtask", int, where), groups, field(raw, "entries", int, where)
+        )
+
+
+@dataclass(frozen=True)
+class CountedPartition:
+    partition: int  # its index in the DataFrame's RDD
+    rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            FORMAT,
+            VERSION,
+            {"record": "counted", "partition": self.partition, "rows": self.rows},
+        )
+
+    @staticmethod
+    def load(text: str) -> CountedPartition:
+        raw = _open(text, "counted")
+        where = "state processor counted record"
+        return CountedPartition(field(raw, "partition", int, where), field(raw, "rows", int, where))
+
+
+@dataclass(frozen=True)
+class OperatorStateBootstrapTask:
+    uid: str
+    state: str
+    mode: str  # SPLIT_DISTRIBUTE, UNION or BROADCAST
+    key_column: str  # the first column of the rows (broadcast state); "" for list states
+    value_column: str  # the next column
+    by_subtask: bool  # a last column gives each element's subtask (list, union list)
+    parallelism: int
+    # (Spark partition, subtask, first, end): the subtask of the partition's rows [first,
+    # end), when the elements are cut into chunks (list, union list state without subtasks)
+    chunks: tuple[tuple[int, int, int, int], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            FORMAT,
+            VERSION,
+            {
+                "record": "operator-state-bootstrap",
+                "uid": self.uid,
+                "state": self.state,
+                "mode": self.mode,
+                "key_column": self.key_column,
+                "value_column": self.value_column,
+                "by_subtask": self.by_subtask,
+                "parallelism": self.parallelism,
+                "chunks": [list(chunk) for chunk in self.chunks],
+            },
+        )
+
+    @staticmethod
+    def load(text: str) -> OperatorStateBootstrapTask:
+        raw = _open(text, "operator-state-bootstrap")
+        where = "state processor operator-state-bootstrap record"
+        mode = field(raw, "mode", str, where)
+        if mode not in MODES:
+            raise RecordFormatError(f"{where}: unknown mode {mode!r}")
+        chunks = field(raw, "chunks", list, where)
+        if not all(
+            isinstance(c, list) and len(c) == 4 and all(type(n) is int for n in c) for c in chunks
+        ):
+            raise RecordFormatError(
+                f"{where}: field 'chunks' is not a list of [partition, subtask, first, end]"
+            )
+        return OperatorStateBootstrapTask(
+            field(raw, "uid", str, where),
+            field(raw, "state", str, where),
+            mode,
+            field(raw, "key_column", str, where),
+            field(raw, "value_column", str, where),
+            field(raw, "by_subtask", bool, where),
+            field(raw, "parallelism", int, where),
+            tuple((p, s, first, end) for p, s, first, end in chunks),
+        )
+
+
+@dataclass(frozen=True)
+class OperatorStateWriteTask:
+    uid: str
+    directory: str  # URL of the new savepoint's directory
+    prefix: str  # the operator's directory in it (relative)
+    modes: dict[str, str]  # every operator state of the operator: name -> mode
+    key_columns: dict[str, str]  # broadcast states from DataFrames: name -> key column
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            FORMAT,
+            VERSION,
+            {
+                "record": "operator-state-write",
+                "uid": self.uid,
+                "directory": self.directory,
+                "prefix": self.prefix,
+                "modes": self.modes,
+                "key_columns": self.key_columns,
+            },
+        )
+
+    @staticmethod
+    def load(text: str) -> OperatorStateWriteTask:
+        raw = _open(text, "operator-state-write")
+        where = "state processor operator-state-write record"
+        modes = _state_map(raw, "modes", where)
+        if not set(modes.values()) <= set(MODES):
+            raise RecordFormatError(f"{where}: field 'modes' names an unknown mode")
+        key_columns = _state_map(raw, "key_columns", where)
+        if any(modes.get(name) != BROADCAST for name in key_columns):
+            raise RecordFormatError(f"{where}: a key column is not of a broadcast state")
+        return OperatorStateWriteTask(
+            field(raw, "uid", str, where),
+            field(raw, "directory", str, where),
+            field(raw, "prefix", str, where),
+            modes,
+            key_columns,
+        )
+
+
+@dataclass(frozen=True)
+class WrittenOperatorState:
+    subtask: int
+    handle: OperatorStateHandle  # its file by relative path
+
+    def to_json(self) -> dict[str, Any]:
+        return envelope(
+            FORMAT,
+            VERSION,
+            {
+                "record": "operator-state-written",
+                "subtask": self.subtask,
+                "handle": self.handle.to_json(),
+            },
+        )
+
+    @staticmethod
+    def load(text: str) -> WrittenOperatorState:
+        raw = _open(text, "operator-state-written")
+        where = "state processor operator-state-written record"
+        return WrittenOperatorState(
+            field(raw, "subtask", int, where),
+            OperatorStateHandle.from_json(field(raw, "handle", dict, where), where),
         )

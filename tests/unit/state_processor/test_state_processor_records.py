@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,6 +11,7 @@ from lockgate.common.records import RecordFormatError
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import CanonicalManifest, FileHandle, RocksDBManifest
 from lockgate.state.operator_state_handle import (
+    BROADCAST,
     SPLIT_DISTRIBUTE,
     UNION,
     OperatorStateHandle,
@@ -21,11 +23,15 @@ from lockgate.state_processor.task_records import (
     KEYED,
     TIMERS,
     BootstrapTask,
+    CountedPartition,
     EntriesTask,
+    OperatorStateBootstrapTask,
     OperatorStateReadTask,
+    OperatorStateWriteTask,
     ReadTask,
     SubtaskFiles,
     WriteTask,
+    WrittenOperatorState,
     WrittenSubtask,
     dump,
 )
@@ -64,6 +70,27 @@ RECORDS = [
     (BootstrapTask("op", "key", (("a", "value"), ("b", "ttl-list")), 64, 5), BootstrapTask.load),
     (WriteTask("op", "file:///new", "op%2F1", {"a": "value"}), WriteTask.load),
     (WrittenSubtask(1, {5: GroupHandle("op/1-0.lgcs", 3, 4, 5)}, 17), WrittenSubtask.load),
+    (CountedPartition(3, 1000), CountedPartition.load),
+    (
+        OperatorStateBootstrapTask(
+            "tally", "seen", SPLIT_DISTRIBUTE, "", "v", False, 3, ((0, 0, 0, 4), (0, 1, 4, 7))
+        ),
+        OperatorStateBootstrapTask.load,
+    ),
+    (
+        OperatorStateBootstrapTask("tally", "latest", BROADCAST, "k", "v", False, 2, ()),
+        OperatorStateBootstrapTask.load,
+    ),
+    (
+        OperatorStateWriteTask(
+            "tally", "file:///new", "tally", {"seen": SPLIT_DISTRIBUTE, "l": BROADCAST}, {"l": "k"}
+        ),
+        OperatorStateWriteTask.load,
+    ),
+    (
+        WrittenOperatorState(2, replace(OPERATOR_FILE, file="op/2-9.lgos")),
+        WrittenOperatorState.load,
+    ),
 ]
 
 
@@ -92,3 +119,12 @@ def test_an_operator_state_read_record_reads_the_one_state_it_names():
     whole = OperatorStateReadTask(2, "offsets", OperatorStatePart.whole(OPERATOR_FILE))
     with pytest.raises(RecordFormatError, match=r"its part is not of state 'offsets' alone"):
         OperatorStateReadTask.load(dump(whole))
+
+
+def test_an_operator_state_write_record_names_modes_and_their_key_columns():
+    unknown = OperatorStateWriteTask("op", "file:///new", "op", {"s": "keyed"}, {})
+    with pytest.raises(RecordFormatError, match=r"field 'modes' names an unknown mode"):
+        OperatorStateWriteTask.load(dump(unknown))
+    listed = OperatorStateWriteTask("op", "file:///new", "op", {"s": UNION}, {"s": "key"})
+    with pytest.raises(RecordFormatError, match=r"a key column is not of a broadcast state"):
+        OperatorStateWriteTask.load(dump(listed))

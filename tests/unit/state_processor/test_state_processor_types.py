@@ -72,6 +72,11 @@ def test_values_to_spark_and_back():
     assert type(back) is Row and back.as_dict() == {"a": 1, "b": (2, b"z")}
     assert type(back.b[1]) is bytes
     assert from_spark([SparkRow(_1=1)]) == [(1,)]
+    # a Types.TUPLE column (fields f0, f1, ...) holds tuples, as Flink's Tuple types do
+    tuple_back = from_spark(SparkRow(f0="u0", f1=SparkRow(f0=1)))
+    assert type(tuple_back) is tuple and tuple_back == ("u0", (1,))
+    assert type(tuple_back[1]) is tuple
+    assert type(from_spark(SparkRow(f1=1, f0=2))) is Row  # not in tuple order: names
 
 
 def test_a_window_namespace_comes_with_its_window_field_names():

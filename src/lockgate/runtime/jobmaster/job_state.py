@@ -94,6 +94,10 @@ class JobState:
         # checkpoint (Flink's NO_CLAIM): the next epoch copies every subtask's state into
         # this job's directory, so that this job never depends on files it cannot delete.
         self.claimed = True
+        # Whether the state is a checkpoint's or a savepoint's, not the job's start: its
+        # subtasks are restored, from epoch ``epoch`` (0 for a state processor's new
+        # savepoint, as Flink's are of checkpoint 0)
+        self.from_snapshot = False
         self.reset()
 
     def reset(self) -> None:
@@ -113,6 +117,7 @@ class JobState:
         self.processing_timers = {}
         self.versions = {}
         self.claimed = True
+        self.from_snapshot = False
 
     # After an epoch ------------------------------------------------------------------------
 
@@ -163,7 +168,7 @@ class JobState:
                 watermarks=self.watermarks[vertex.id].get(index, {}),
                 claimed=self.claimed,
                 managed=self.managed[vertex.id].get(index, {}),
-                restored_epoch=self.epoch or None,
+                restored_epoch=self.epoch if self.epoch or self.from_snapshot else None,
             )
             for index in range(vertex.parallelism)
         ]
@@ -320,5 +325,6 @@ class JobState:
         self.epoch = checkpoint.epoch
         self.committed_epoch = checkpoint.epoch
         self.claimed = claimed
+        self.from_snapshot = True
         if self.job.stateful_nodes:  # restored timers may be due: run an epoch to see
             self.processing_timers = None

@@ -240,6 +240,22 @@ def test_state_of_another_job_is_copied_by_the_first_epoch():
     assert {r.claimed for r in state.restore_for(counter, "job#2")} == {True}
 
 
+def test_subtasks_are_restored_from_any_checkpoint_even_of_epoch_0():
+    """A state processor's new savepoint is of epoch (checkpoint) 0, as Flink's are: a job
+    started from it restores its subtasks (CheckpointedFunction.is_restored), as one started
+    from nothing does not."""
+    graph = job()
+    state = JobState(graph, "hashmap")
+    counter = vertex(graph, "counter")
+    assert {r.restored_epoch for r in state.restore_for(counter, "job#0")} == {None}
+    state.restore(checkpoint_of(JobState(job(), "hashmap"), epoch=0), PATH, False)
+    assert {r.restored_epoch for r in state.restore_for(counter, "job#1")} == {0}
+    state.apply_acks(1, acks_for(graph, 1, position=4))
+    assert {r.restored_epoch for r in state.restore_for(counter, "job#1")} == {1}
+    state.reset()  # a failover back to the start
+    assert {r.restored_epoch for r in state.restore_for(counter, "job#2")} == {None}
+
+
 def test_state_restores_by_uid_when_the_chaining_changed():
     """The sink was chained to the counter; now a rebalance puts it in a task of its own."""
     checkpoint = checkpoint_of(state_after_two_epochs(job()))
