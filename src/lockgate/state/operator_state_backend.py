@@ -123,6 +123,9 @@ class ReadOnlyView(ReadOnlyBroadcastState):
         )
 
 
+NO_TTL = "time-to-live is for keyed state: operator state has none (as in Flink)"
+
+
 class OperatorStateBackend:
     """Operator state by name; ``where`` names the operator subtask in errors."""
 
@@ -182,6 +185,8 @@ class OperatorStateBackend:
         if not isinstance(descriptor, kind):
             raise TypeError(f"{self.where}: {method} needs a {kind.__name__}, got {descriptor!r}")
         name: str = descriptor.name
+        if descriptor.ttl_config is not None:
+            raise ValueError(f"{self.where}: state {name!r}: {NO_TTL}")
         return name
 
     def snapshot(self, storage: Storage, relative: str, reuse: bool) -> OperatorStateHandle | None:

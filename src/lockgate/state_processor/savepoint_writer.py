@@ -40,6 +40,7 @@ from lockgate.state.key_groups import (
     operator_index_for_key_group,
 )
 from lockgate.state.manifests import CanonicalManifest
+from lockgate.state.operator_state_backend import NO_TTL
 from lockgate.state.operator_state_handle import (
     BROADCAST,
     KINDS,
@@ -395,6 +396,8 @@ class SavepointWriter:
             )
         name = descriptor.name
         state = f"{where}, {KINDS[mode]} state {name!r}"
+        if descriptor.ttl_config is not None:
+            raise StateProcessorError(f"{state}: {NO_TTL}")
         columns = {f.name: f.dataType for f in dataframe.schema.fields}
         for column in (key_column, value_column) if mode == BROADCAST else (value_column,):
             if column not in columns:

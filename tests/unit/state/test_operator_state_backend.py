@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lockgate.checkpoint.storage import Storage
+from lockgate.common import Time
+from lockgate.datastream.state import StateTtlConfig
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from lockgate.state.operator_state_backend import OperatorStateBackend, ReadOnlyView
 from lockgate.state.operator_state_handle import (
@@ -67,6 +69,10 @@ def test_a_state_asked_for_in_another_mode_fails_naming_it(tmp_path):
         restored.get_broadcast_state(MapStateDescriptor("split"))
     with pytest.raises(TypeError, match=r"get_list_state needs a ListStateDescriptor"):
         restored.get_list_state(ValueStateDescriptor("v"))
+    with_ttl = MapStateDescriptor("rules")
+    with_ttl.enable_time_to_live(StateTtlConfig.new_builder(Time.hours(1)).build())
+    with pytest.raises(ValueError, match=r"state 'rules': time-to-live is for keyed state"):
+        restored.get_broadcast_state(with_ttl)
 
 
 def test_an_unchanged_state_names_its_last_file_again(tmp_path):

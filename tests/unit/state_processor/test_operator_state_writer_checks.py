@@ -14,6 +14,8 @@ from pyspark.sql import types as T
 
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState, OperatorSubtaskState
 from lockgate.checkpoint.storage import Storage
+from lockgate.common import Time
+from lockgate.datastream.state import StateTtlConfig
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from lockgate.state.manifests import CanonicalManifest
 from lockgate.state.operator_state_backend import OperatorStateBackend
@@ -83,6 +85,13 @@ def test_each_mode_takes_its_descriptor_class():
         writer.with_list_state("tally", [1, 2], ListStateDescriptor("seen"))
     with pytest.raises(StateProcessorError, match=r"the operator uid must be a non-empty string"):
         writer.with_list_state("", VALUES, ListStateDescriptor("seen"))
+    with_ttl = ListStateDescriptor("seen")
+    with_ttl.enable_time_to_live(StateTtlConfig.new_builder(Time.hours(1)).build())
+    with pytest.raises(
+        StateProcessorError,
+        match=r"^operator 'tally', list state 'seen': time-to-live is for keyed state",
+    ):
+        writer.with_list_state("tally", VALUES, with_ttl)
 
 
 def test_missing_columns_are_named_with_the_uid_and_state():

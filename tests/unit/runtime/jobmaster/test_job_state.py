@@ -250,7 +250,7 @@ def test_subtasks_are_restored_from_any_checkpoint_even_of_epoch_0():
     assert {r.restored_epoch for r in state.restore_for(counter, "job#0")} == {None}
     state.restore(checkpoint_of(JobState(job(), "hashmap"), epoch=0), PATH, False)
     assert {r.restored_epoch for r in state.restore_for(counter, "job#1")} == {0}
-    state.apply_acks(1, acks_for(graph, 1, position=4))
+    state.apply_acks(1, acks_for(graph, 1, position=4), NOW)
     assert {r.restored_epoch for r in state.restore_for(counter, "job#1")} == {1}
     state.reset()  # a failover back to the start
     assert {r.restored_epoch for r in state.restore_for(counter, "job#2")} == {None}
