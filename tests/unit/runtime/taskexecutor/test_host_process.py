@@ -58,7 +58,7 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:  # it exited and was reaped since the kill(0)
+    except (FileNotFoundError, ProcessLookupError):  # reaped since the kill(0), or mid-read
         return False
 
 
