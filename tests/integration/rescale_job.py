@@ -21,14 +21,14 @@ from exactly_once_job import file_sink
 from state_processor_job import (
     TIMER_AT,
     WINDOW_MS,
-    ByTimestamp,
     StateKinds,
     replay,
     sum_window,
+    timestamped_events,
     window_sums,
 )
 
-from lockgate.common import Duration, Time, WatermarkStrategy
+from lockgate.common import Time
 from lockgate.datastream import CheckpointedFunction, MapFunction
 from lockgate.datastream.connectors import DiscardingSink
 from lockgate.datastream.state import ListStateDescriptor, MapStateDescriptor
@@ -110,17 +110,7 @@ def to_line(record: Any) -> str:
 
 
 def build(env, out: Path, reports_dir: Path, run: str, parallelism: int) -> None:
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
-        Duration.of_millis(0)
-    ).with_timestamp_assigner(ByTimestamp())
-    events = (
-        env.from_collection(RECORDS)
-        .set_parallelism(1)
-        .uid("events")
-        .assign_timestamps_and_watermarks(strategy)
-        .set_parallelism(1)  # one channel into each keyed subtask: a key's records in order
-        .uid("timestamps")
-    )
+    events = timestamped_events(env, RECORDS)
     kinds = (
         events.key_by(lambda r: r[0])
         .process(PlacedStateKinds())

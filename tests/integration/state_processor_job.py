@@ -128,21 +128,27 @@ def sum_window(a, b):
     return (a[0], a[1] + b[1], max(a[2], b[2]))
 
 
+def timestamped_events(env, records):
+    """``records`` (user, amount, timestamp) with their timestamps, from one subtask: one
+    channel into each keyed subtask, so each key sees its records in order."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(0)
+    ).with_timestamp_assigner(ByTimestamp())
+    return (
+        env.from_collection(records)
+        .set_parallelism(1)
+        .uid("events")
+        .assign_timestamps_and_watermarks(strategy)
+        .set_parallelism(1)
+        .uid("timestamps")
+    )
+
+
 def build(env, *, renamed: bool, poison: str | None = None, fail_at: int = -1):
     """Job A (``renamed`` False: uids ``state-kinds``, ``obsolete``) or job B (``renamed``:
     ``state-kinds-v2`` and a ``greeter``); both have the window ``window-sums``. Returns the
     stream of outputs (B) or None (A, whose outputs are discarded)."""
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
-        Duration.of_millis(0)
-    ).with_timestamp_assigner(ByTimestamp())
-    events = (
-        env.from_collection(RECORDS)
-        .set_parallelism(1)
-        .uid("events")
-        .assign_timestamps_and_watermarks(strategy)
-        .set_parallelism(1)  # one channel into the keyed stages: each key sees its records in order
-        .uid("timestamps")
-    )
+    events = timestamped_events(env, RECORDS)
     kinds = (
         events.key_by(lambda r: r[0])
         .process(StateKinds(poison, fail_at))

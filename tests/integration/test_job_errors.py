@@ -241,7 +241,7 @@ def test_a_bug_in_the_driver_fails_the_job_at_once_with_its_traceback(
     strategy; an error in lockgate's own driver code is not retried."""
     calls = []
 
-    def broken(self, epoch, acks):
+    def broken(self, epoch, acks, now_ms):
         calls.append(epoch)
         raise KeyError("a bug in the driver")
 

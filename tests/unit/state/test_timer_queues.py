@@ -233,11 +233,9 @@ def test_heap_timers_removed_and_added_again_keep_compaction_going():
     assert queue.queued < 3000  # compacted
 
 
-def test_a_rocksdb_poll_with_nothing_due_seeks_nothing(new_backend):
-    if not new_backend.is_rocksdb:
-        pytest.skip("the heap's queue has its earliest timer at hand")
-    queue = new_backend().timer_queue("t")
-    seeks = []
+def counting_seeks(queue) -> list[int]:
+    """Counts the iterators a RocksDB queue opens: one per key group it seeks."""
+    seeks: list[int] = []
     db = queue.db
 
     class Counting:
@@ -249,6 +247,14 @@ def test_a_rocksdb_poll_with_nothing_due_seeks_nothing(new_backend):
             return db.iter()
 
     queue.db = Counting()
+    return seeks
+
+
+def test_a_rocksdb_poll_with_nothing_due_seeks_nothing(new_backend):
+    if not new_backend.is_rocksdb:
+        pytest.skip("the heap's queue has its earliest timer at hand")
+    queue = new_backend().timer_queue("t")
+    seeks = counting_seeks(queue)
     queue.add(G1, "a", None, 50)
     queue.add(G2, "b", None, 70)
     assert _drain(queue, 10) == []
@@ -271,18 +277,7 @@ def test_rocksdb_earliest_is_known_without_seeks_until_a_timer_is_removed(new_ba
     if not new_backend.is_rocksdb:
         pytest.skip("the heap's queue has its earliest timer at hand")
     queue = new_backend().timer_queue("t")
-    seeks = []
-    db = queue.db
-
-    class Counting:
-        def __getattr__(self, name):
-            return getattr(db, name)
-
-        def iter(self):
-            seeks.append(1)
-            return db.iter()
-
-    queue.db = Counting()
+    seeks = counting_seeks(queue)
     queue.add(G1, "a", None, 50)
     assert queue.earliest() == 50 and len(seeks) == len(RANGE)
     seeks.clear()
