@@ -4,6 +4,7 @@ Restoring moved savepoints at other parallelisms and backends: test_savepoint_re
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from exactly_once_job import (
 )
 from lockgate_it_support import OpaqueKey
 
+from lockgate.checkpoint.storage import Storage
 from lockgate.common import RestartStrategies
 from lockgate.datastream import KeyedProcessFunction
 from lockgate.datastream.state import ListStateDescriptor
@@ -117,3 +119,29 @@ def test_a_user_function_asking_for_its_state_as_another_kind_fails_naming_it(ma
     assert "state 'count' was registered as value state and cannot be used as list state" in (
         message
     )
+
+
+def test_acks_a_cancelled_task_still_writes_do_not_fail_the_job_or_its_savepoint(
+    make_env, tmp_path, monkeypatch
+):
+    """A task of a cancelled stage (a dropped run-ahead's) may still write its ack while
+    the driver removes the epoch's ack directory: the removal fails with ENOTEMPTY, and the
+    directory is left for the job's end (it failed the job over, losing the savepoint)."""
+    remove = Storage.remove
+    refused = []
+
+    def busy(self, relative):
+        if relative.startswith("epochs/"):
+            refused.append(relative)
+            raise OSError(errno.ENOTEMPTY, "Directory not empty", self.path(relative))
+        remove(self, relative)
+
+    monkeypatch.setattr(Storage, "remove", busy)
+    env = checkpointed_env(make_env, tmp_path / "checkpoints", 2)
+    build_job(env, tmp_path / "out", SPLITS)
+    master = env._job_master("busy ack directories")
+    future = master.trigger_savepoint(str(tmp_path / "savepoints"), stop=True)
+    results = list(master.run())
+    assert [r.stats.epoch for r in results if r.stats is not None] == [1]
+    assert refused and future.result(timeout=0).startswith(str(tmp_path / "savepoints"))
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())

@@ -220,8 +220,8 @@ class JobMaster:
         request = self.savepoints.take()
         if request is None:
             return self._run_epoch(spark_job, graph, None)
-        self._drop_ahead()  # the savepoint goes with the next epoch planned
         try:
+            self._drop_ahead()  # the savepoint goes with the next epoch planned
             savepoints.begin(request, self.settings.job_id)
             result = self._run_epoch(spark_job, graph, request)
             if result is None:
@@ -285,7 +285,7 @@ class JobMaster:
         self.placement.record(acks)
         for ack in acks:
             self.staged.accept(plan.epoch, ack.vertex, ack.subtask, ack.attempt)
-        self.work.remove(plan.ack_dir)
+        self._forget_acks(plan.ack_dir)
         self.finalizer.epoch_wrote(sum(ack.state.bytes_written for ack in acks if ack.state))
         self.shared_state.hold_live(self.state.subtask_files())
         self.results.hold(output.collected)
@@ -378,7 +378,16 @@ class JobMaster:
     def _drop(self, ahead: RunAhead) -> None:
         """Give up an epoch's source stages started ahead (the acks they wrote with them)."""
         self.spark_job.cancel(ahead.stages)
-        self.work.remove(ahead.plan.ack_dir)
+        self._forget_acks(ahead.plan.ack_dir)
+
+    def _forget_acks(self, ack_dir: str) -> None:
+        try:
+            self.work.remove(ack_dir)
+        except OSError as exc:
+            # A cancelled task (a dropped run-ahead's, a killed attempt's) may still be
+            # writing its ack there. No later epoch reads the directory (every try has its
+            # own), and the work directory goes with the job.
+            log.info("left %s for the job's end: %s", ack_dir, exc)
 
     def _epoch_timed_out(self, epoch: int, timeout: float, started: float) -> None:
         """The epoch runs again with fewer records, unless timeouts exceed the tolerance."""
