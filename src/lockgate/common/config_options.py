@@ -198,7 +198,7 @@ RUNTIME_MODE = ConfigOption(
     "STREAMING",
     _one_of("STREAMING", "BATCH", "AUTOMATIC"),
     "STREAMING, BATCH or AUTOMATIC",
-    "Accepted as in Flink; bounded jobs run the same operators either way.",
+    "BATCH (or AUTOMATIC with bounded sources): Flink's batch semantics.",
 )
 EPOCH_MAX_RECORDS_PER_SPLIT = ConfigOption(
     "lockgate.epoch.max-records-per-split",

@@ -183,6 +183,7 @@ class StreamExecutionEnvironment:
             transformations,
             self.get_parallelism(),
             max_parallelism if max_parallelism > 0 else None,
+            options.RUNTIME_MODE.read(config),
         )
         # a SparkContext does not start without spark.master, so its master is set
         master = cast(str, session.sparkContext.master)

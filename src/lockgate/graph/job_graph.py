@@ -114,6 +114,9 @@ class JobVertex:
 class JobGraph:
     vertices: list[JobVertex]  # in topological order
     edges: list[JobEdge]
+    #: Flink's BATCH execution: no watermarks but the end of input, processing time
+    #: standing still until then, keyed reductions emitting only their final values
+    batch: bool = False
 
     def vertex(self, vertex_id: int) -> JobVertex:
         return self.vertices[vertex_id]
@@ -131,11 +134,23 @@ def build_job_graph(
     transformations: Iterable[Transformation],
     default_parallelism: int,
     max_parallelism: int | None,
+    runtime_mode: str = "STREAMING",
 ) -> JobGraph:
+    """``runtime_mode``: STREAMING, BATCH, or AUTOMATIC (BATCH when every source is
+    bounded), as Flink's ``execution.runtime-mode``."""
     nodes = _stream_nodes(transformations, default_parallelism, max_parallelism)
     if not nodes:
         raise GraphError("the job has no operators: add a source and a sink before executing")
-    return _chain(nodes)
+    graph = _chain(nodes)
+    continuous = [n for n in nodes if n.is_source and not n.operator.bounded]
+    if runtime_mode == "BATCH" and continuous:
+        raise GraphError(
+            f"execution.runtime-mode BATCH needs bounded sources, but source "
+            f"'{continuous[0].name}' (uid '{continuous[0].uid}') reads continuously: run "
+            "it in STREAMING (or AUTOMATIC) mode, or read its input once"
+        )
+    graph.batch = runtime_mode == "BATCH" or (runtime_mode == "AUTOMATIC" and not continuous)
+    return graph
 
 
 def _collect(transformations: Iterable[Transformation]) -> list[Transformation]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from lockgate.common import Duration, WatermarkStrategy
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
 from lockgate.graph.job_graph import GraphError, JobGraph, build_job_graph
 
 
@@ -345,3 +347,39 @@ def test_parallelism_above_the_upper_bound_names_the_operator():
     env.from_collection([1]).map(int).set_parallelism(40000).print()
     with pytest.raises(GraphError, match="'Map'"):
         build(env, 1)
+
+
+# Runtime mode --------------------------------------------------------------------------------
+
+
+def two_sources(env: StreamExecutionEnvironment, continuous: bool):
+    files = FileSource.for_record_stream_format(StreamFormat.text_line_format(), "/tmp")
+    if continuous:
+        files = files.monitor_continuously(Duration.of_seconds(1))
+    lines = env.from_source(files.build(), WatermarkStrategy.no_watermarks(), "files")
+    env.from_collection([1, 2]).union(lines.map(len)).print()
+
+
+@pytest.mark.parametrize(
+    ("mode", "continuous", "batch"),
+    [
+        ("STREAMING", False, False),
+        ("BATCH", False, True),
+        ("AUTOMATIC", False, True),
+        ("AUTOMATIC", True, False),
+    ],
+)
+def test_the_runtime_mode_decides_batch_execution_as_flink_s(mode, continuous, batch):
+    env = StreamExecutionEnvironment()
+    two_sources(env, continuous)
+    assert build_job_graph(env._transformations, 1, None, mode).batch is batch
+
+
+def test_batch_mode_refuses_a_continuous_source_before_the_job_starts():
+    env = StreamExecutionEnvironment()
+    two_sources(env, continuous=True)
+    with pytest.raises(GraphError) as info:
+        build_job_graph(env._transformations, 1, None, "BATCH")
+    assert str(info.value).startswith(
+        "execution.runtime-mode BATCH needs bounded sources, but source 'files' (uid"
+    )

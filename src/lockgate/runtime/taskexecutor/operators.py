@@ -61,6 +61,8 @@ class OperatorContext:
     managed_parts: list[OperatorStatePart] | None = None
     #: the epoch the subtask's state is of (None: the start of the job)
     restored_epoch: int | None = None
+    #: the job runs in BATCH mode (JobGraph.batch)
+    batch: bool = False
 
 
 NO_RECORD = object()
@@ -461,7 +463,18 @@ class ReduceOperator(Operator):
             state.add(value)
         except Exception as exc:
             raise self.failure(exc, value) from exc
-        self.emit(state.get())
+        if not self.ctx.batch:
+            self.emit(state.get())
+
+    def end_input(self) -> None:
+        """In BATCH mode only each key's final value goes out, once its input has ended."""
+        if not self.ctx.batch:
+            return
+        backend = self.ctx.keyed_backend
+        for key_group in backend.key_groups:
+            for key in list(backend.keys(self.STATE_NAME, key_group)):
+                self.set_key(key_group, key)
+                self.emit(self.state.get())
 
 
 # Sinks -------------------------------------------------------------------------------------

@@ -131,6 +131,7 @@ class Subtask:
     ):
         self.vertex = vertex
         self.index = index
+        self.batch: bool = job.batch
         self.record = RecordTimestamp()
         self.epoch = 0
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
@@ -230,6 +231,7 @@ class Subtask:
             self.record,
             managed_parts=self.restore.managed.get(node.uid, []),
             restored_epoch=self.restore.restored_epoch,
+            batch=self.batch,
         )
         self.contexts.append(ctx)
         return ctx
@@ -296,7 +298,10 @@ class Subtask:
             else:
                 inputs = self._input_channels(channel_ends)
             status[id(node)] = operator.advance_watermark(*combine(inputs, operator.watermark))
-            operator.advance_processing_time(now_ms)
+            if not self.batch:
+                operator.advance_processing_time(now_ms)
+            elif end_of_input:  # processing time stands still in BATCH until the end
+                operator.advance_processing_time(LONG_MAX)
             if end_of_input:
                 operator.end_input()
         for operator in self.operators:
@@ -329,7 +334,10 @@ class Subtask:
         return inputs
 
     def next_processing_time(self) -> int | None:
-        """When the earliest processing-time timer of the chain is due (None: none)."""
+        """When the earliest processing-time timer of the chain is due (None: none, or
+        BATCH, where they fire at the end of input)."""
+        if self.batch:
+            return None
         times = [t for t in (op.next_processing_time() for op in self.operators) if t is not None]
         return min(times) if times else None
 

@@ -109,6 +109,8 @@ class TimestampsAndWatermarksOperator(_Assigning):
         if watermark == LONG_MAX:
             self.watermark = LONG_MAX
             return LONG_MAX, False
+        if self.ctx.batch:  # BATCH ignores watermark generators: event time ends at once
+            return self.watermark, False
         now = processing_time_ms()
         if self.records:
             self.last_active = now
@@ -182,7 +184,7 @@ class SourceOperator(_Assigning):
         if watermark == LONG_MAX:
             self.watermark = LONG_MAX
             return LONG_MAX, False
-        if self.splits is None:
+        if self.splits is None or self.ctx.batch:
             return self.watermark, False
         generated, idle = self.splits.current(processing_time_ms())
         self.watermark = max(self.watermark, generated)
