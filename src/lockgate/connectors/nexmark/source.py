@@ -10,7 +10,6 @@ so a restore, at any parallelism, reads on from the checkpointed offsets.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 from lockgate.common.time import Duration
@@ -50,12 +49,6 @@ class NexmarkSource(Source):
         stop = assignment.start + assignment.max_records
         yield from map(self._generator.event, range(assignment.start, stop))
         progress[assignment.split] = SplitProgress(stop, assignment.last)
-
-    def with_events(self, events: int) -> NexmarkSource:
-        """The same source with another number of events."""
-        twin = NexmarkSource.__new__(NexmarkSource)
-        twin.config, twin._generator = replace(self.config, events=events), None
-        return twin
 
 
 class EventTime(TimestampAssigner):
