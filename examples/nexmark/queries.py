@@ -1,4 +1,4 @@
-"""Nexmark's queries q0-q5, q7, q8 and q11 (as Flink's nexmark defines them in SQL), written
+"""Nexmark's queries q0-q8 and q11 (as Flink's nexmark defines them in SQL), written
 as a PyFlink user would, with lockgate's public DataStream API only.
 
 Each query is a function ``build(env, events, **sizes) -> DataStream``: ``events`` is the
@@ -16,6 +16,9 @@ event time; their sizes (milliseconds) default to Nexmark's. ``QUERIES`` names t
   ``(category, auctions so far, average)`` per closed auction.
 - q5 hot items: ``(auction, bids)`` of the auctions with the most bids in each sliding
   window (10 s every 2 s).
+- q6 average selling price by seller: ``(seller, average)`` of the winning prices of the
+  seller's last 10 closed auctions, once per closed auction (in the order of expiry), as
+  Beam's Query6 (Flink's SQL has no runnable q6).
 - q7 highest bid: the bids with the highest price of each tumbling 10 s window, as
   ``(auction, price, bidder, date_time, extra)``.
 - q8 monitor new users: ``(id, name, window start)`` of the people who opened an auction in
@@ -138,9 +141,10 @@ def q3(env: StreamExecutionEnvironment, events: DataStream) -> DataStream:
 
 class WinningBid(KeyedCoProcessFunction):
     """Auctions (input 1) and their bids (input 2), by auction id: the highest bid within
-    the auction's lifetime, emitted as ``(category, price)`` when the watermark passes the
-    auction's expiry (nothing for an auction without such a bid). Bids that arrive before
-    their auction (Nexmark bids on auctions up to 10 ahead) wait for it."""
+    the auction's lifetime, emitted as ``(auction, seller, category, price)`` when the
+    watermark passes the auction's expiry (nothing for an auction without such a bid).
+    Bids that arrive before their auction (Nexmark bids on auctions up to 10 ahead) wait
+    for it."""
 
     def open(self, runtime_context: Any) -> None:
         self.auction = runtime_context.get_state(ValueStateDescriptor("auction"))
@@ -148,7 +152,7 @@ class WinningBid(KeyedCoProcessFunction):
         self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting"))
 
     def process_element1(self, auction: Auction, ctx: Any) -> None:
-        self.auction.update((auction.category, auction.date_time, auction.expires))
+        self.auction.update((auction.seller, auction.category, auction.date_time, auction.expires))
         for date_time, price in self.waiting.get():
             self._offer(date_time, price)
         self.waiting.clear()
@@ -161,18 +165,18 @@ class WinningBid(KeyedCoProcessFunction):
             self._offer(bid.date_time, bid.price)
 
     def _offer(self, date_time: int, price: int) -> None:
-        _, opens, expires = self.auction.value()
+        _, _, opens, expires = self.auction.value()
         best = self.best.value()
         if opens <= date_time <= expires and (best is None or price > best):
             self.best.update(price)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:
-        category = self.auction.value()[0]
+        seller, category, _, _ = self.auction.value()
         best = self.best.value()
         self.auction.clear()
         self.best.clear()
         if best is not None:
-            yield (category, best)
+            yield (ctx.get_current_key(), seller, category, best)
 
 
 class CategoryAverage(KeyedProcessFunction):
@@ -181,11 +185,12 @@ class CategoryAverage(KeyedProcessFunction):
     def open(self, runtime_context: Any) -> None:
         self.totals = runtime_context.get_state(ValueStateDescriptor("totals"))
 
-    def process_element(self, winner: tuple[int, int], ctx: Any) -> Iterable[Any]:
+    def process_element(self, winner: tuple[int, int, int, int], ctx: Any) -> Iterable[Any]:
+        _, _, category, price = winner
         total, count = self.totals.value() or (0, 0)
-        total, count = total + winner[1], count + 1
+        total, count = total + price, count + 1
         self.totals.update((total, count))
-        yield (winner[0], count, total / count)
+        yield (category, count, total / count)
 
 
 def q4(env: StreamExecutionEnvironment, events: DataStream) -> DataStream:
@@ -194,9 +199,53 @@ def q4(env: StreamExecutionEnvironment, events: DataStream) -> DataStream:
         .connect(bids(events))
         .key_by(lambda a: a.id, lambda b: b.auction)
         .process(WinningBid())
-        .key_by(lambda winner: winner[0])
+        .key_by(lambda winner: winner[2])
         .process(CategoryAverage())
         .name("q4 average price per category")
+    )
+
+
+# q6: average selling price by seller ------------------------------------------------------
+
+
+class SellerAverage(KeyedProcessFunction):
+    """Per seller: the average winning price of their last ``last`` closed auctions, once
+    per closed auction. Winners come from several subtasks in any order: they wait for the
+    watermark to pass their time (the auction's expiry) and are taken in the order of
+    expiry, then auction id."""
+
+    def __init__(self, last: int):
+        self.last = last
+
+    def open(self, runtime_context: Any) -> None:
+        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting"))
+        self.prices = runtime_context.get_state(ValueStateDescriptor("prices"))
+
+    def process_element(self, winner: tuple[int, int, int, int], ctx: Any) -> None:
+        auction, _, _, price = winner
+        self.waiting.add((ctx.timestamp(), auction, price))
+        ctx.timer_service().register_event_time_timer(ctx.timestamp())
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:
+        waiting = sorted(self.waiting.get())
+        due = [w for w in waiting if w[0] <= timestamp]
+        self.waiting.update([w for w in waiting if w[0] > timestamp])
+        prices = self.prices.value() or []
+        for _, _, price in due:
+            prices = [*prices, price][-self.last :]
+            yield (ctx.get_current_key(), sum(prices) / len(prices))
+        self.prices.update(prices)
+
+
+def q6(env: StreamExecutionEnvironment, events: DataStream, last: int = 10) -> DataStream:
+    return (
+        auctions(events)
+        .connect(bids(events))
+        .key_by(lambda a: a.id, lambda b: b.auction)
+        .process(WinningBid())
+        .key_by(lambda winner: winner[1])
+        .process(SellerAverage(last))
+        .name("q6 average selling price by seller")
     )
 
 
@@ -355,6 +404,7 @@ QUERIES: dict[str, Callable[..., DataStream]] = {
     "q3": q3,
     "q4": q4,
     "q5": q5,
+    "q6": q6,
     "q7": q7,
     "q8": q8,
     "q11": q11,

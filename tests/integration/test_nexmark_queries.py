@@ -59,20 +59,36 @@ def expected_q3():
     ]
 
 
-def expected_q4():
-    """Each category's updates: (category, n, average of the first n winning prices) for
-    n = 1.. number of winners; which winner comes when depends on the run, so only the
-    last update's average is known, and every earlier one's count."""
-    winners = defaultdict(list)
+def winners():
+    """(auction, price of its winning bid) of the auctions with a bid in their lifetime."""
+    result = []
     for a in AUCTIONS:
         prices = [
             b.price for b in BIDS if b.auction == a.id and a.date_time <= b.date_time <= a.expires
         ]
         if prices:
-            winners[a.category].append(max(prices))
-    return {
-        category: (len(prices), sum(prices) / len(prices)) for category, prices in winners.items()
-    }
+            result.append((a, max(prices)))
+    return result
+
+
+def expected_q4():
+    """Each category's updates: (category, n, average of the first n winning prices) for
+    n = 1.. number of winners; which winner comes when depends on the run, so only the
+    last update's average is known, and every earlier one's count."""
+    per_category = defaultdict(list)
+    for a, price in winners():
+        per_category[a.category].append(price)
+    return {c: (len(prices), sum(prices) / len(prices)) for c, prices in per_category.items()}
+
+
+def expected_q6(last=10):
+    """Per seller, in the order of expiry (then auction id): the average of the winning
+    prices of their last ``last`` closed auctions."""
+    result, per_seller = [], defaultdict(list)
+    for a, price in sorted(winners(), key=lambda w: (w[0].expires, w[0].id)):
+        prices = per_seller[a.seller] = [*per_seller[a.seller], price][-last:]
+        result.append((a.seller, sum(prices) / len(prices)))
+    return result
 
 
 def expected_q5(slide=2_000):
