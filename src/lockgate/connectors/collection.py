@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lockgate.connectors.offset_splits import OffsetSplitEnumerator
+from lockgate.connectors.offset_splits import OffsetSplitEnumerator, contiguous_chunks
 from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
 
@@ -43,19 +43,13 @@ class CollectionEnumerator(OffsetSplitEnumerator):
 
     def __init__(self, collection: list[Any], parallelism: int):
         self.collection = collection
-        super().__init__(*_chunks(len(collection), parallelism), parallelism)
+        super().__init__(*contiguous_chunks(len(collection), parallelism), parallelism)
 
     def splits_for(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
         # A snapshot of another parallelism has that many chunks: read on from them
         if 0 < count != len(self.ends):
-            return _chunks(len(self.collection), count)
+            return contiguous_chunks(len(self.collection), count)
         return self.starts, self.ends
 
     def payload(self, assignment: SplitAssignment) -> list[Any]:
         return self.collection[assignment.start : assignment.start + assignment.max_records]
-
-
-def _chunks(size: int, count: int) -> tuple[dict[str, int], dict[str, int]]:
-    """Starts and ends of ``count`` contiguous chunks of ``size`` records, by split id."""
-    bounds = [size * i // count for i in range(count + 1)]
-    return {str(i): bounds[i] for i in range(count)}, {str(i): bounds[i + 1] for i in range(count)}

@@ -109,3 +109,9 @@ class OffsetSplitEnumerator(SplitEnumerator):
     def splits_for(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
         """The splits (starts, ends) a snapshot of ``count`` splits restores into."""
         return self.starts, self.ends
+
+
+def contiguous_chunks(size: int, count: int) -> tuple[dict[str, int], dict[str, int]]:
+    """Starts and ends of ``count`` contiguous chunks of ``size`` records, by split id."""
+    bounds = [size * i // count for i in range(count + 1)]
+    return {str(i): bounds[i] for i in range(count)}, {str(i): bounds[i + 1] for i in range(count)}

@@ -1,0 +1,1 @@
+"""Nexmark's queries written with lockgate's DataStream API (see ``queries``)."""
