@@ -6,6 +6,7 @@ documentation and for future typed serializers; it never changes a record.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, SupportsIndex
 
 
@@ -180,3 +181,18 @@ class Row(tuple[Any, ...]):
         else:
             inner = ", ".join(repr(v) for v in self)
         return f"Row({inner})"
+
+
+class RowKind(Enum):
+    """The change a row stands for, as PyFlink's ``RowKind`` (``str`` gives Flink's short form)."""
+
+    INSERT = 0
+    UPDATE_BEFORE = 1
+    UPDATE_AFTER = 2
+    DELETE = 3
+
+    def __str__(self) -> str:
+        return {0: "+I", 1: "-U", 2: "+U"}.get(self.value, "-D")
+
+
+__all__ = ["Row", "RowKind", "TypeInformation", "Types"]
