@@ -112,6 +112,7 @@ def test_placeholders_raise_naming_the_alternative(name, placeholder):
     subclass = type("UserSubclass", (placeholder,), {})
     with pytest.raises(NotSupportedYetError, match=expected):
         subclass()
+    assert not hasattr(placeholder, "builder")  # introspection sees no attributes
     assert isinstance(NotSupportedYetError(""), NotImplementedError)
 
 

@@ -17,6 +17,11 @@ class NotSupportedYetError(NotImplementedError):
     """A PyFlink feature lockgate does not support yet; the message names the alternative."""
 
 
+class _UnsupportedAttributeError(NotSupportedYetError, AttributeError):
+    """Raised for a placeholder's attributes: an AttributeError too, so that ``hasattr`` and
+    ``getattr`` with a default (introspection, documentation tools) see no attribute."""
+
+
 def _message(name: str, alternative: str) -> str:
     return f"{name} is not supported yet by lockgate: use {alternative}"
 
@@ -27,16 +32,13 @@ class _UnsupportedMeta(type):
     _lockgate_name: str
     _lockgate_alternative: str
 
-    def _fail(cls) -> NoReturn:
+    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
         raise NotSupportedYetError(_message(cls._lockgate_name, cls._lockgate_alternative))
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
-        cls._fail()
-
     def __getattr__(cls, attribute: str) -> NoReturn:
-        if attribute.startswith("__") and attribute.endswith("__"):
+        if attribute.startswith("_"):
             raise AttributeError(attribute)
-        cls._fail()
+        raise _UnsupportedAttributeError(_message(cls._lockgate_name, cls._lockgate_alternative))
 
 
 def unsupported(name: str, alternative: str, module: str) -> type:
