@@ -13,8 +13,8 @@ from pyflink_wheel import needs_pyflink, public_names
 
 from lockgate.common.unsupported import NotSupportedYetError, _UnsupportedMeta
 
-# The modules users import from: PyFlink's packages and their public submodules (the connectors
-# of lockgate's scope; the other connectors and pyflink.datastream.formats are not there yet).
+# The modules users import from: PyFlink's packages and their public submodules (not the
+# internal ones: utils, constants, connectors.base).
 MODULES = [
     "pyflink.common",
     "pyflink.common.completable_future",
@@ -41,14 +41,25 @@ MODULES = [
     "pyflink.datastream.checkpoint_storage",
     "pyflink.datastream.checkpointing_mode",
     "pyflink.datastream.connectors",
+    "pyflink.datastream.connectors.cassandra",
+    "pyflink.datastream.connectors.dynamic_kafka",
+    "pyflink.datastream.connectors.elasticsearch",
     "pyflink.datastream.connectors.file_system",
     "pyflink.datastream.connectors.hybrid_source",
     "pyflink.datastream.connectors.jdbc",
     "pyflink.datastream.connectors.kafka",
+    "pyflink.datastream.connectors.kinesis",
     "pyflink.datastream.connectors.number_seq",
+    "pyflink.datastream.connectors.pulsar",
+    "pyflink.datastream.connectors.rabbitmq",
     "pyflink.datastream.data_stream",
     "pyflink.datastream.execution_mode",
     "pyflink.datastream.externalized_checkpoint_retention",
+    "pyflink.datastream.formats.avro",
+    "pyflink.datastream.formats.csv",
+    "pyflink.datastream.formats.json",
+    "pyflink.datastream.formats.orc",
+    "pyflink.datastream.formats.parquet",
     "pyflink.datastream.functions",
     "pyflink.datastream.output_tag",
     "pyflink.datastream.slot_sharing_group",
