@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from lockgate.common.unsupported import unsupported
+
 T = TypeVar("T")
 
 
@@ -584,3 +586,10 @@ def validate(raw: Mapping[str, str]) -> None:
             )
     for option in VALIDATED_OPTIONS.values():
         option.read(raw)
+
+
+ConfigOptions = unsupported(
+    "ConfigOptions",
+    "Configuration's set_string/set_integer/set_boolean with the option's key",
+    __name__,
+)

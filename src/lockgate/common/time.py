@@ -64,3 +64,37 @@ class Time(Duration):
     @staticmethod
     def days(days: int) -> Time:
         return Time(days * 86_400_000)
+
+
+class Instant:
+    """An instant on the time-line, as PyFlink's (and Java's) ``Instant``: seconds and nanos."""
+
+    def __init__(self, seconds: int, nanos: int):
+        self.seconds = seconds
+        self.nanos = nanos
+
+    def to_epoch_milli(self) -> int:
+        if self.seconds < 0 < self.nanos:
+            return (self.seconds + 1) * 1000 + self.nanos // 1_000_000 - 1000
+        return self.seconds * 1000 + self.nanos // 1_000_000
+
+    @staticmethod
+    def of_epoch_milli(epoch_milli: int) -> Instant:
+        return Instant(epoch_milli // 1000, epoch_milli % 1000 * 1_000_000)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            self.__class__ == other.__class__
+            and isinstance(other, Instant)
+            and self.seconds == other.seconds
+            and self.nanos == other.nanos
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.seconds, self.nanos))
+
+    def __repr__(self) -> str:
+        return f"Instant<{self.seconds}, {self.nanos}>"
+
+
+__all__ = ["Duration", "Instant", "Time"]

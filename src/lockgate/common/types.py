@@ -1,4 +1,4 @@
-"""``Types`` and ``Row`` as in PyFlink.
+"""``Row`` and ``RowKind`` as in PyFlink, and ``Types`` (from ``lockgate.common.typeinfo``).
 
 lockgate records are plain Python objects, so type information is accepted and kept for
 documentation and for future typed serializers; it never changes a record.
@@ -6,127 +6,10 @@ documentation and for future typed serializers; it never changes a record.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, SupportsIndex
 
-
-class TypeInformation:
-    def __init__(self, name: str, *params: Any):
-        self._name = name
-        self._params = params
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TypeInformation) and (self._name, self._params) == (
-            other._name,
-            other._params,
-        )
-
-    def __hash__(self) -> int:
-        return hash(self._name)
-
-    def __repr__(self) -> str:
-        if not self._params:
-            return self._name
-        return f"{self._name}({', '.join(map(repr, self._params))})"
-
-
-class Types:
-    """Factory of type information, mirroring ``pyflink.common.Types``."""
-
-    @staticmethod
-    def STRING() -> TypeInformation:
-        return TypeInformation("STRING")
-
-    @staticmethod
-    def BYTE() -> TypeInformation:
-        return TypeInformation("BYTE")
-
-    @staticmethod
-    def BOOLEAN() -> TypeInformation:
-        return TypeInformation("BOOLEAN")
-
-    @staticmethod
-    def SHORT() -> TypeInformation:
-        return TypeInformation("SHORT")
-
-    @staticmethod
-    def INT() -> TypeInformation:
-        return TypeInformation("INT")
-
-    @staticmethod
-    def LONG() -> TypeInformation:
-        return TypeInformation("LONG")
-
-    @staticmethod
-    def FLOAT() -> TypeInformation:
-        return TypeInformation("FLOAT")
-
-    @staticmethod
-    def DOUBLE() -> TypeInformation:
-        return TypeInformation("DOUBLE")
-
-    @staticmethod
-    def CHAR() -> TypeInformation:
-        return TypeInformation("CHAR")
-
-    @staticmethod
-    def BIG_INT() -> TypeInformation:
-        return TypeInformation("BIG_INT")
-
-    @staticmethod
-    def BIG_DEC() -> TypeInformation:
-        return TypeInformation("BIG_DEC")
-
-    @staticmethod
-    def INSTANT() -> TypeInformation:
-        return TypeInformation("INSTANT")
-
-    @staticmethod
-    def SQL_DATE() -> TypeInformation:
-        return TypeInformation("SQL_DATE")
-
-    @staticmethod
-    def SQL_TIME() -> TypeInformation:
-        return TypeInformation("SQL_TIME")
-
-    @staticmethod
-    def SQL_TIMESTAMP() -> TypeInformation:
-        return TypeInformation("SQL_TIMESTAMP")
-
-    @staticmethod
-    def PICKLED_BYTE_ARRAY() -> TypeInformation:
-        return TypeInformation("PICKLED_BYTE_ARRAY")
-
-    @staticmethod
-    def ROW(field_types: list[TypeInformation]) -> TypeInformation:
-        return TypeInformation("ROW", tuple(field_types))
-
-    @staticmethod
-    def ROW_NAMED(field_names: list[str], field_types: list[TypeInformation]) -> TypeInformation:
-        return TypeInformation("ROW_NAMED", tuple(field_names), tuple(field_types))
-
-    @staticmethod
-    def TUPLE(field_types: list[TypeInformation]) -> TypeInformation:
-        return TypeInformation("TUPLE", tuple(field_types))
-
-    @staticmethod
-    def PRIMITIVE_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        return TypeInformation("PRIMITIVE_ARRAY", element_type)
-
-    @staticmethod
-    def BASIC_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        return TypeInformation("BASIC_ARRAY", element_type)
-
-    @staticmethod
-    def OBJECT_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        return TypeInformation("OBJECT_ARRAY", element_type)
-
-    @staticmethod
-    def MAP(key_type_info: TypeInformation, value_type_info: TypeInformation) -> TypeInformation:
-        return TypeInformation("MAP", key_type_info, value_type_info)
-
-    @staticmethod
-    def LIST(element_type_info: TypeInformation) -> TypeInformation:
-        return TypeInformation("LIST", element_type_info)
+from lockgate.common.typeinfo import TypeInformation, Types
 
 
 class Row(tuple[Any, ...]):
@@ -180,3 +63,18 @@ class Row(tuple[Any, ...]):
         else:
             inner = ", ".join(repr(v) for v in self)
         return f"Row({inner})"
+
+
+class RowKind(Enum):
+    """The change a row stands for, as PyFlink's ``RowKind`` (``str`` gives Flink's short form)."""
+
+    INSERT = 0
+    UPDATE_BEFORE = 1
+    UPDATE_AFTER = 2
+    DELETE = 3
+
+    def __str__(self) -> str:
+        return {0: "+I", 1: "-U", 2: "+U"}.get(self.value, "-D")
+
+
+__all__ = ["Row", "RowKind", "TypeInformation", "Types"]

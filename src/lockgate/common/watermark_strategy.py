@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lockgate.common.time import Duration
+from lockgate.common.unsupported import unsupported
 
 
 class TimestampAssigner:
@@ -107,3 +108,10 @@ def check_strategy(strategy: Any) -> None:
             "a WatermarkStrategy is required (e.g. WatermarkStrategy.for_monotonous_timestamps()), "
             f"got {strategy!r}"
         )
+
+
+AssignerWithPeriodicWatermarksWrapper = unsupported(
+    "AssignerWithPeriodicWatermarksWrapper",
+    "WatermarkStrategy.for_bounded_out_of_orderness(...).with_timestamp_assigner(...)",
+    __name__,
+)

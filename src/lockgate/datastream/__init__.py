@@ -1,10 +1,17 @@
 """PyFlink's ``pyflink.datastream`` for lockgate."""
 
 from lockgate.common.output_tag import OutputTag
+from lockgate.datastream.async_data_stream import AsyncDataStream
 from lockgate.datastream.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
     ExternalizedCheckpointRetention,
+)
+from lockgate.datastream.checkpoint_storage import (
+    CheckpointStorage,
+    CustomCheckpointStorage,
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
 )
 from lockgate.datastream.data_stream import (
     AllWindowedStream,
@@ -19,6 +26,9 @@ from lockgate.datastream.data_stream import (
 )
 from lockgate.datastream.functions import (
     AggregateFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     BroadcastProcessFunction,
     CheckpointedFunction,
     CoFlatMapFunction,
@@ -33,11 +43,22 @@ from lockgate.datastream.functions import (
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    Partitioner,
     ProcessFunction,
     ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
+    SinkFunction,
+    SourceFunction,
     WindowFunction,
+)
+from lockgate.datastream.slot_sharing_group import MemorySize, SlotSharingGroup
+from lockgate.datastream.state_backend import (
+    CustomStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    PredefinedOptions,
+    StateBackend,
 )
 from lockgate.datastream.stream_execution_environment import (
     RuntimeExecutionMode,
@@ -59,10 +80,15 @@ from lockgate.datastream.window import (
 __all__ = [
     "AggregateFunction",
     "AllWindowedStream",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
     "CheckpointConfig",
+    "CheckpointStorage",
     "CheckpointedFunction",
     "CheckpointingMode",
     "CloseableIterator",
@@ -71,27 +97,40 @@ __all__ = [
     "CoProcessFunction",
     "ConnectedStreams",
     "CountWindow",
+    "CustomCheckpointStorage",
+    "CustomStateBackend",
     "DataStream",
     "DataStreamSink",
+    "EmbeddedRocksDBStateBackend",
     "ExternalizedCheckpointRetention",
+    "FileSystemCheckpointStorage",
     "FilterFunction",
     "FlatMapFunction",
     "FunctionInitializationContext",
     "FunctionSnapshotContext",
     "GlobalWindow",
+    "HashMapStateBackend",
+    "JobManagerCheckpointStorage",
     "KeySelector",
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MemorySize",
     "MergingWindowAssigner",
     "OutputTag",
+    "Partitioner",
+    "PredefinedOptions",
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",
     "RuntimeExecutionMode",
+    "SinkFunction",
+    "SlotSharingGroup",
+    "SourceFunction",
+    "StateBackend",
     "StreamExecutionEnvironment",
     "TimeDomain",
     "TimeWindow",

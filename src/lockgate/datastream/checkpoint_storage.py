@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lockgate.common.unsupported import unsupported
+
 
 class CheckpointStorage:
     """Where completed checkpoints live; set with ``CheckpointConfig.set_checkpoint_storage``."""
@@ -39,4 +41,16 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return self.checkpoint_path
 
 
-__all__ = ["CheckpointStorage", "FileSystemCheckpointStorage", "JobManagerCheckpointStorage"]
+CustomCheckpointStorage = unsupported(
+    "CustomCheckpointStorage",
+    "FileSystemCheckpointStorage (any fsspec file system) or JobManagerCheckpointStorage",
+    __name__,
+)
+
+
+__all__ = [
+    "CheckpointStorage",
+    "CustomCheckpointStorage",
+    "FileSystemCheckpointStorage",
+    "JobManagerCheckpointStorage",
+]

@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
+from lockgate.common.unsupported import unsupported
 from lockgate.datastream.state import OperatorStateStore
 from lockgate.runtime.taskexecutor import broadcast_operator
 from lockgate.runtime.taskexecutor.context import (
@@ -361,6 +362,12 @@ ProcessAllWindowFunction.Context.register(ProcessWindowContext)
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
+    "BaseBroadcastProcessFunction",
+    "BroadcastProcessFunction",
     "CoFlatMapFunction",
     "CoMapFunction",
     "CoProcessFunction",
@@ -368,15 +375,20 @@ __all__ = [
     "FlatMapFunction",
     "Function",
     "KeySelector",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "MapFunction",
     "NullByteKeySelector",
+    "Partitioner",
     "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",
+    "SinkFunction",
+    "SourceFunction",
+    "TimerService",
     "WindowFunction",
 ]
 
@@ -473,3 +485,15 @@ BroadcastProcessFunction.ReadOnlyContext.register(broadcast_operator.ReadOnlyCon
 KeyedBroadcastProcessFunction.Context.register(broadcast_operator.BroadcastContext)
 KeyedBroadcastProcessFunction.ReadOnlyContext.register(broadcast_operator.ReadOnlyContext)
 KeyedBroadcastProcessFunction.OnTimerContext.register(broadcast_operator.OnTimerContext)
+
+
+_ASYNC = "a MapFunction or ProcessFunction that makes the call synchronously"
+Partitioner = unsupported("Partitioner", "key_by (records are partitioned by key group)", __name__)
+SourceFunction = unsupported(
+    "SourceFunction", "env.from_source with a FileSource, or env.from_collection", __name__
+)
+SinkFunction = unsupported("SinkFunction", "sink_to with a FileSink", __name__)
+AsyncFunction = unsupported("AsyncFunction", _ASYNC, __name__)
+AsyncFunctionDescriptor = unsupported("AsyncFunctionDescriptor", _ASYNC, __name__)
+AsyncRetryPredicate = unsupported("AsyncRetryPredicate", _ASYNC, __name__)
+AsyncRetryStrategy = unsupported("AsyncRetryStrategy", _ASYNC, __name__)

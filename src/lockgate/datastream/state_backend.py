@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import Enum
 
 from lockgate.common import config_options as options
+from lockgate.common.unsupported import unsupported
 
 
 class StateBackend:
@@ -94,7 +95,13 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         return f"EmbeddedRocksDBStateBackend(incremental={self._incremental})"
 
 
+CustomStateBackend = unsupported(
+    "CustomStateBackend", "HashMapStateBackend or EmbeddedRocksDBStateBackend", __name__
+)
+
+
 __all__ = [
+    "CustomStateBackend",
     "EmbeddedRocksDBStateBackend",
     "HashMapStateBackend",
     "PredefinedOptions",

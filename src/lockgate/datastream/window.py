@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from lockgate.common.time import Duration, Time
+from lockgate.common.unsupported import unsupported
 from lockgate.state.descriptors import ReducingStateDescriptor, ValueStateDescriptor
 
 MAX_LONG_VALUE = (1 << 63) - 1
@@ -776,6 +777,12 @@ class CountSlidingWindowAssigner(WindowAssigner[Any, CountWindow]):
         return f"CountSlidingWindowAssigner({self.window_size}, {self.window_slide})"
 
 
+_SERIALIZED = "the window classes themselves (lockgate serializes windows, they need no serializer)"
+TimeWindowSerializer = unsupported("TimeWindowSerializer", _SERIALIZED, __name__)
+CountWindowSerializer = unsupported("CountWindowSerializer", _SERIALIZED, __name__)
+GlobalWindowSerializer = unsupported("GlobalWindowSerializer", _SERIALIZED, __name__)
+
+
 __all__ = [
     "ContinuousEventTimeTrigger",
     "ContinuousProcessingTimeTrigger",
@@ -783,11 +790,13 @@ __all__ = [
     "CountTrigger",
     "CountTumblingWindowAssigner",
     "CountWindow",
+    "CountWindowSerializer",
     "DynamicEventTimeSessionWindows",
     "DynamicProcessingTimeSessionWindows",
     "EventTimeSessionWindows",
     "EventTimeTrigger",
     "GlobalWindow",
+    "GlobalWindowSerializer",
     "GlobalWindows",
     "MergingWindowAssigner",
     "NeverTrigger",
@@ -798,6 +807,7 @@ __all__ = [
     "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows",
     "TimeWindow",
+    "TimeWindowSerializer",
     "Trigger",
     "TriggerResult",
     "TumblingEventTimeWindows",

@@ -45,7 +45,9 @@ def test_spark_type(given, expected):
 
 
 def test_a_type_without_a_spark_type_is_refused_naming_the_column():
-    with pytest.raises(StateProcessorError, match=r"state 's', value_type: PICKLED_BYTE_ARRAY"):
+    with pytest.raises(
+        StateProcessorError, match=r"state 's', value_type: PickledByteArrayTypeInfo has no"
+    ):
         spark_type(Types.PICKLED_BYTE_ARRAY(), "state 's', value_type")
     with pytest.raises(StateProcessorError, match=r"col: a type must be"):
         spark_type(int, "col")

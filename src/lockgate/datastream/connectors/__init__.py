@@ -1,5 +1,8 @@
 """Connectors at PyFlink's paths (``pyflink.datastream.connectors``)."""
 
+from enum import Enum
+
+from lockgate.common.unsupported import unsupported
 from lockgate.runtime.taskexecutor.operators import OperatorSpec
 
 
@@ -12,4 +15,23 @@ class DiscardingSink:
         return OperatorSpec("discard")
 
 
-__all__ = ["DiscardingSink"]
+class DeliveryGuarantee(Enum):
+    """The guarantee a sink gives, as PyFlink's; lockgate's FileSink is exactly-once."""
+
+    EXACTLY_ONCE = 0
+    AT_LEAST_ONCE = 1
+    NONE = 2
+
+
+Source = unsupported(
+    "Source", "FileSource or env.from_collection (custom sources are not there yet)", __name__
+)
+Sink = unsupported("Sink", "FileSink or DiscardingSink (custom sinks are not there yet)", __name__)
+
+
+__all__ = [
+    "DeliveryGuarantee",
+    "DiscardingSink",
+    "Sink",
+    "Source",
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lockgate.common.serialization import Encoder
 from lockgate.common.time import Duration
+from lockgate.common.unsupported import unsupported
 from lockgate.connectors.file_sink import BucketAssigner as SinkBuckets
 from lockgate.connectors.file_sink import FileCommitter, FileSinkSettings, file_sink_writer
 from lockgate.connectors.file_source import TextLineFileSource
@@ -181,12 +182,34 @@ class FileSink:
             )
 
 
+FileCompactor = unsupported(
+    "FileCompactor", "FileSink with a RollingPolicy (no compaction)", __name__
+)
+FileCompactStrategy = unsupported(
+    "FileCompactStrategy", "FileSink with a RollingPolicy (no compaction)", __name__
+)
+StreamingFileSink = unsupported("StreamingFileSink", "FileSink.for_row_format", __name__)
+BulkFormat = unsupported("BulkFormat", "StreamFormat.text_line_format()", __name__)
+FileEnumeratorProvider = unsupported(
+    "FileEnumeratorProvider", "FileSource's own file enumeration", __name__
+)
+FileSplitAssignerProvider = unsupported(
+    "FileSplitAssignerProvider", "FileSource's own split assignment", __name__
+)
+
+
 __all__ = [
     "BucketAssigner",
+    "BulkFormat",
+    "FileCompactStrategy",
+    "FileCompactor",
+    "FileEnumeratorProvider",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
+    "FileSplitAssignerProvider",
     "OutputFileConfig",
     "RollingPolicy",
     "StreamFormat",
+    "StreamingFileSink",
 ]
