@@ -1,9 +1,10 @@
 """PyFlink's type information (``pyflink.common.typeinfo``): ``Types`` and the classes its
 factory methods return, with PyFlink's names, constructors, ``__eq__`` and ``__repr__``.
 
-lockgate records are plain Python objects, so type information is accepted and kept for
-documentation and for the state processor's column types; it never changes a record (there
-is no JVM, hence no ``get_java_type_info``). Unlike PyFlink's, type information hashes, in
+An operator's declared ``output_type`` converts its records as PyFlink's coders do, and
+``print()`` writes them as Flink's Java ``toString`` (``lockgate.common.type_conversion``);
+state descriptors' type information gives the state processor its column types. There is
+no JVM, hence no ``get_java_type_info``. Unlike PyFlink's, type information hashes, in
 line with its ``__eq__``.
 """
 

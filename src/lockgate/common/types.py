@@ -1,7 +1,7 @@
 """``Row`` and ``RowKind`` as in PyFlink, and ``Types`` (from ``lockgate.common.typeinfo``).
 
-lockgate records are plain Python objects, so type information is accepted and kept for
-documentation and for future typed serializers; it never changes a record.
+A declared ``output_type`` converts records as PyFlink's coders do (see
+``lockgate.common.type_conversion``).
 """
 
 from __future__ import annotations

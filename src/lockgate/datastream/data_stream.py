@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, overload
 
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.time import Duration
+from lockgate.common.typeinfo import TypeInformation
 from lockgate.common.types import Row
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.datastream.functions import (
@@ -58,6 +59,12 @@ def _check_function(function: Any, method: str, kind: str) -> Any:
     raise TypeError(f"the input must be a {kind} or a callable function, got {function!r}")
 
 
+def _check_type(output_type: Any) -> TypeInformation | None:
+    if output_type is None or isinstance(output_type, TypeInformation):
+        return output_type
+    raise TypeError(f"output_type must be a TypeInformation (Types.*), got {output_type!r}")
+
+
 class DataStream:
     """A stream of records produced by a transformation."""
 
@@ -68,27 +75,41 @@ class DataStream:
     # Operators ---------------------------------------------------------------------------
 
     def _operator(
-        self, name: str, spec: OperatorSpec, keyed: bool = False, timestamps: bool = False
+        self,
+        name: str,
+        spec: OperatorSpec,
+        keyed: bool = False,
+        timestamps: bool = False,
+        output_type: TypeInformation | None = None,
+        preserves_type: bool = False,
     ) -> DataStream:
         t = Transformation(
-            "operator", name, [self._transformation], spec, keyed=keyed, timestamps=timestamps
+            "operator",
+            name,
+            [self._transformation],
+            spec,
+            keyed=keyed,
+            timestamps=timestamps,
+            output_type=_check_type(output_type),
+            preserves_type=preserves_type,
         )
         return DataStream(self._env, self._env._add(t))
 
-    def map(self, func: Any, output_type: Any = None) -> DataStream:
-        return self._operator(
-            "Map", OperatorSpec("map", _check_function(func, "map", "MapFunction"))
-        )
+    def map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
+        spec = OperatorSpec("map", _check_function(func, "map", "MapFunction"))
+        return self._operator("Map", spec, output_type=output_type)
 
-    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+    def flat_map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
         spec = OperatorSpec("flat_map", _check_function(func, "flat_map", "FlatMapFunction"))
-        return self._operator("FlatMap", spec)
+        return self._operator("FlatMap", spec, output_type=output_type)
 
     def filter(self, func: Any) -> DataStream:
         spec = OperatorSpec("filter", _check_function(func, "filter", "FilterFunction"))
-        return self._operator("Filter", spec)
+        return self._operator("Filter", spec, preserves_type=True)
 
-    def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
+    def process(
+        self, func: ProcessFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         if isinstance(func, KeyedProcessFunction):
             raise TypeError(
                 f"a KeyedProcessFunction ({func!r}) needs a KeyedStream: key the stream with "
@@ -96,7 +117,7 @@ class DataStream:
             )
         if not callable(getattr(func, "process_element", None)):
             raise TypeError(f"DataStream.process needs a ProcessFunction, got {func!r}")
-        return self._operator("Process", OperatorSpec("process", func))
+        return self._operator("Process", OperatorSpec("process", func), output_type=output_type)
 
     def window(self, window_assigner: Any) -> WindowedStream:
         raise TypeError(
@@ -135,7 +156,12 @@ class DataStream:
             "factory", partial(TimestampsAndWatermarksOperator, strategy=watermark_strategy)
         )
         t = Transformation(
-            "operator", "Timestamps/Watermarks", [self._transformation], spec, timestamps=True
+            "operator",
+            "Timestamps/Watermarks",
+            [self._transformation],
+            spec,
+            timestamps=True,
+            preserves_type=True,
         )
         return DataStream(self._env, self._env._add(t))
 
@@ -295,31 +321,39 @@ class KeyedStream(DataStream):
         super().__init__(env, transformation)
         self._origin = origin
 
-    def _keyed(self, name: str, spec: OperatorSpec, timestamps: bool = False) -> DataStream:
-        return self._operator(name, spec, keyed=True, timestamps=timestamps)
+    def _keyed(
+        self,
+        name: str,
+        spec: OperatorSpec,
+        timestamps: bool = False,
+        output_type: TypeInformation | None = None,
+        preserves_type: bool = False,
+    ) -> DataStream:
+        return self._operator(name, spec, True, timestamps, output_type, preserves_type)
 
-    def map(self, func: Any, output_type: Any = None) -> DataStream:
-        return self._keyed("Map", OperatorSpec("map", _check_function(func, "map", "MapFunction")))
+    def map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
+        spec = OperatorSpec("map", _check_function(func, "map", "MapFunction"))
+        return self._keyed("Map", spec, output_type=output_type)
 
-    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+    def flat_map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
         spec = OperatorSpec("flat_map", _check_function(func, "flat_map", "FlatMapFunction"))
-        return self._keyed("FlatMap", spec)
+        return self._keyed("FlatMap", spec, output_type=output_type)
 
     def filter(self, func: Any) -> DataStream:
         spec = OperatorSpec("filter", _check_function(func, "filter", "FilterFunction"))
-        return self._keyed("Filter", spec)
+        return self._keyed("Filter", spec, preserves_type=True)
 
     # takes a KeyedProcessFunction where DataStream.process takes a ProcessFunction (which
     # is rejected here): the parameter type is narrowed on purpose
     def process(  # type: ignore[override]
-        self, func: KeyedProcessFunction, output_type: Any = None
+        self, func: KeyedProcessFunction, output_type: TypeInformation | None = None
     ) -> DataStream:
         if not isinstance(func, KeyedProcessFunction):
             raise TypeError(f"KeyedProcessFunction is required for KeyedStream, got {func!r}")
         # its timers' outputs carry the timers' times
         fires_timers = type(func).on_timer is not KeyedProcessFunction.on_timer
         spec = OperatorSpec("keyed_process", func)
-        return self._keyed("KeyedProcess", spec, timestamps=fires_timers)
+        return self._keyed("KeyedProcess", spec, fires_timers, output_type)
 
     def window(self, window_assigner: Any) -> WindowedStream:
         return WindowedStream(self, window_assigner)
@@ -332,24 +366,27 @@ class KeyedStream(DataStream):
 
     def reduce(self, func: Any) -> DataStream:
         spec = OperatorSpec("reduce", _check_function(func, "reduce", "ReduceFunction"))
-        return self._keyed("Reduce", spec)
+        return self._keyed("Reduce", spec, preserves_type=True)
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        return self._keyed("Sum", OperatorSpec("reduce", FieldAggregator("sum", position_to_sum)))
+        spec = OperatorSpec("reduce", FieldAggregator("sum", position_to_sum))
+        return self._keyed("Sum", spec, preserves_type=True)
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
-        return self._keyed("Min", OperatorSpec("reduce", FieldAggregator("min", position_to_min)))
+        spec = OperatorSpec("reduce", FieldAggregator("min", position_to_min))
+        return self._keyed("Min", spec, preserves_type=True)
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
-        return self._keyed("Max", OperatorSpec("reduce", FieldAggregator("max", position_to_max)))
+        spec = OperatorSpec("reduce", FieldAggregator("max", position_to_max))
+        return self._keyed("Max", spec, preserves_type=True)
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
         spec = OperatorSpec("reduce", FieldAggregator("min_by", position_to_min_by))
-        return self._keyed("MinBy", spec)
+        return self._keyed("MinBy", spec, preserves_type=True)
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
         spec = OperatorSpec("reduce", FieldAggregator("max_by", position_to_max_by))
-        return self._keyed("MaxBy", spec)
+        return self._keyed("MaxBy", spec, preserves_type=True)
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return self._origin.key_by(key_selector, key_type)
@@ -396,17 +433,19 @@ class ConnectedStreams:
     def _keyed(self) -> bool:
         return isinstance(self.stream1, KeyedStream) and isinstance(self.stream2, KeyedStream)
 
-    def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
+    def map(self, func: CoMapFunction, output_type: TypeInformation | None = None) -> DataStream:
         if not isinstance(func, CoMapFunction):
             raise TypeError("The input function must be a CoMapFunction!")
-        return self._two_input("Co-Map", func, "co_map")
+        return self._two_input("Co-Map", func, "co_map", output_type)
 
-    def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
+    def flat_map(
+        self, func: CoFlatMapFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         if not isinstance(func, CoFlatMapFunction):
             raise TypeError("The input must be a CoFlatMapFunction!")
-        return self._two_input("Co-Flat Map", func, "co_flat_map")
+        return self._two_input("Co-Flat Map", func, "co_flat_map", output_type)
 
-    def process(self, func: Any, output_type: Any = None) -> DataStream:
+    def process(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
         """A CoProcessFunction, or on two keyed streams a KeyedCoProcessFunction (chosen by
         the streams, as PyFlink does)."""
         if not isinstance(func, CoProcessFunction | KeyedCoProcessFunction):
@@ -419,9 +458,11 @@ class ConnectedStreams:
                 "connect(...).key_by(key_selector1, key_selector2)"
             )
         name = "Keyed Co-Process" if self._keyed else "Co-Process"
-        return self._two_input(name, func, "co_process")
+        return self._two_input(name, func, "co_process", output_type)
 
-    def _two_input(self, name: str, function: Any, kind: str) -> DataStream:
+    def _two_input(
+        self, name: str, function: Any, kind: str, output_type: TypeInformation | None
+    ) -> DataStream:
         keyed = self._keyed
         fires_timers = keyed and getattr(type(function), "on_timer", None) not in (
             None,
@@ -439,6 +480,7 @@ class ConnectedStreams:
             keyed=keyed,
             timestamps=fires_timers,
             two_input=True,
+            output_type=_check_type(output_type),
         )
         return DataStream(env, env._add(t))
 
@@ -462,7 +504,7 @@ class BroadcastConnectedStream:
         self.broadcast_stream = broadcast_stream
         self.broadcast_state_descriptors = broadcast_stream.broadcast_state_descriptors
 
-    def process(self, func: Any, output_type: Any = None) -> DataStream:
+    def process(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
         """A BroadcastProcessFunction, or on a keyed stream a KeyedBroadcastProcessFunction."""
         keyed = isinstance(self.non_broadcast_stream, KeyedStream)
         if keyed and not isinstance(func, KeyedBroadcastProcessFunction):
@@ -496,6 +538,7 @@ class BroadcastConnectedStream:
             keyed=keyed,
             timestamps=fires_timers,
             two_input=True,
+            output_type=_check_type(output_type),
         )
         return DataStream(env, env._add(t))
 
@@ -554,42 +597,54 @@ class WindowedStream:
         return self
 
     def reduce(
-        self, reduce_function: Any, window_function: Any = None, output_type: Any = None
+        self,
+        reduce_function: Any,
+        window_function: Any = None,
+        output_type: TypeInformation | None = None,
     ) -> DataStream:
         """Reduce each window's elements as they arrive; ``window_function`` (optional)
         gets the reduced value as a one-element list."""
         reduce = resolve_callable(reduce_function, "reduce", "ReduceFunction")
         contents = ReducingStateDescriptor(WINDOW_STATE_NAME, reduce)
-        return self._build(contents, True, window_function)
+        return self._build(contents, True, window_function, output_type)
 
     def aggregate(
         self,
         aggregate_function: AggregateFunction,
         window_function: Any = None,
         accumulator_type: Any = None,
-        output_type: Any = None,
+        output_type: TypeInformation | None = None,
     ) -> DataStream:
         """Aggregate each window's elements as they arrive; ``window_function`` (optional)
         gets the result as a one-element list."""
         if not isinstance(aggregate_function, AggregateFunction):
             raise TypeError(f"aggregate() needs an AggregateFunction, got {aggregate_function!r}")
         contents = AggregatingStateDescriptor(WINDOW_STATE_NAME, aggregate_function)
-        return self._build(contents, True, window_function)
+        return self._build(contents, True, window_function, output_type)
 
-    def apply(self, window_function: Any, output_type: Any = None) -> DataStream:
+    def apply(self, window_function: Any, output_type: TypeInformation | None = None) -> DataStream:
         kind = AllWindowFunction if self._all else WindowFunction
         if not isinstance(window_function, kind):
             raise TypeError(f"apply() needs a {kind.__name__}, got {window_function!r}")
-        return self._build(ListStateDescriptor(WINDOW_STATE_NAME), False, window_function)
+        contents = ListStateDescriptor(WINDOW_STATE_NAME)
+        return self._build(contents, False, window_function, output_type)
 
-    def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
+    def process(
+        self, process_window_function: Any, output_type: TypeInformation | None = None
+    ) -> DataStream:
         kind = ProcessAllWindowFunction if self._all else ProcessWindowFunction
         if not isinstance(process_window_function, kind):
             raise TypeError(f"process() needs a {kind.__name__}, got {process_window_function!r}")
         contents = ListStateDescriptor(WINDOW_STATE_NAME)
-        return self._build(contents, False, process_window_function)
+        return self._build(contents, False, process_window_function, output_type)
 
-    def _build(self, contents: Any, single_value: bool, function: Any) -> DataStream:
+    def _build(
+        self,
+        contents: Any,
+        single_value: bool,
+        function: Any,
+        output_type: TypeInformation | None,
+    ) -> DataStream:
         process, apply = (
             (ProcessAllWindowFunction, AllWindowFunction)
             if self._all
@@ -633,7 +688,13 @@ class WindowedStream:
             partial(WindowOperator, spec=spec),
             states={WINDOW_STATE_NAME: namespaced_kind(contents.kind)},
         )
-        return self._keyed_stream._keyed(name, operator, timestamps=True)
+        # a reduce without a window function gives records of its input's type
+        preserves = (
+            output_type is None
+            and function is None
+            and isinstance(contents, ReducingStateDescriptor)
+        )
+        return self._keyed_stream._keyed(name, operator, True, output_type, preserves)
 
 
 class AllWindowedStream(WindowedStream):

@@ -13,7 +13,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.graph.transformations import FORWARD, REBALANCE, Partitioning, Transformation
+from lockgate.graph.transformations import (
+    FORWARD,
+    REBALANCE,
+    Partitioning,
+    Transformation,
+    stream_type,
+)
 from lockgate.state.key_groups import check_parallelism, default_max_parallelism
 
 
@@ -51,6 +57,16 @@ class StreamNode:
     @property
     def is_source(self) -> bool:
         return self.transformation.kind == "source"
+
+    @property
+    def input_type(self) -> Any:
+        """The declared type information of the records it receives, when all its inputs
+        declare the same (None: none declared, or side outputs)."""
+        types = [
+            None if edge.output_tag is not None else stream_type(edge.source.transformation)
+            for edge in self.inputs
+        ]
+        return types[0] if types and all(t == types[0] for t in types) else None
 
 
 @dataclass(eq=False)

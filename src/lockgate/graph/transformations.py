@@ -49,8 +49,26 @@ class Transformation:
     timestamps: bool = False
     two_input: bool = False  # inputs[0] and inputs[1] are its first and second input
     watermark_strategy: Any = None  # of a source read with one (from_source)
+    #: the type information its records are converted to when they leave it (PyFlink's
+    #: ``output_type``; None: unchanged)
+    output_type: Any = None
+    #: its records are of its (first) input's type: filter, reduce, timestamps, ...
+    preserves_type: bool = False
     id: int = field(default_factory=lambda: next(_ids))
 
     @property
     def runs(self) -> bool:
         return self.kind in ("source", "operator", "sink")
+
+
+def stream_type(t: Transformation) -> Any:
+    """The declared type information of the records ``t`` gives (None: none declared,
+    they are pickled Python values)."""
+    if t.output_type is not None:
+        return t.output_type
+    if t.kind == "partition" or t.preserves_type:
+        return stream_type(t.inputs[0])
+    if t.kind == "union":
+        types = [stream_type(branch) for branch in t.inputs]
+        return types[0] if all(u == types[0] for u in types) else None
+    return None

@@ -16,6 +16,8 @@ from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.common.clock import processing_time_ms
+from lockgate.common.type_conversion import java_formatter
+from lockgate.common.typeinfo import TypeInformation
 from lockgate.runtime.errors import UserFunctionError, preview
 from lockgate.runtime.taskexecutor.context import (
     FunctionInitializationContext,
@@ -63,6 +65,8 @@ class OperatorContext:
     restored_epoch: int | None = None
     #: the job runs in BATCH mode (JobGraph.batch)
     batch: bool = False
+    #: the declared type information of its input records (None: none declared)
+    input_type: TypeInformation | None = None
 
 
 NO_RECORD = object()
@@ -481,7 +485,8 @@ class ReduceOperator(Operator):
 
 
 class PrintSinkOperator(Operator):
-    """Writes ``str(record)`` to the task's stdout with Flink's ``N>`` prefix."""
+    """Writes each record to the task's stdout with Flink's ``N>`` prefix: as Flink's Java
+    ``toString`` when its stream declares a type (``(a,1)``, ``+I[a, 1]``), else ``str()``."""
 
     def __init__(self, ctx: OperatorContext, sink_identifier: str | None, stderr: bool):
         super().__init__(ctx)
@@ -495,9 +500,10 @@ class PrintSinkOperator(Operator):
         self.prefix = prefix
         self.stream = sys.stderr if stderr else sys.stdout
         self.lines: list[str] = []
+        self.format: Callable[[Any], str] = java_formatter(ctx.input_type) or str
 
     def process(self, value: Any) -> None:
-        self.lines.append(f"{self.prefix}{value}\n")
+        self.lines.append(f"{self.prefix}{self.format(value)}\n")
         if len(self.lines) >= 1024:
             self.end_epoch()
 

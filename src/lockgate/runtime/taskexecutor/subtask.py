@@ -15,6 +15,7 @@ from typing import Any
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.output_tag import OutputTag
+from lockgate.common.type_conversion import Converter, RecordTypeError, record_converter
 from lockgate.runtime.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.taskexecutor.channels import (
     BroadcastWriter,
@@ -62,11 +63,31 @@ def _fan_out(targets: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
     return emit
 
 
-def _emitter(targets: dict[str | None, list[Operator]]) -> Callable[[Any], None]:
+def _converting(
+    operator: Operator, convert: Converter, downstream: Callable[[Any], None]
+) -> Callable[[Any], None]:
+    """Hands on each record as its declared output type makes it (see type_conversion)."""
+
+    def emit(value: Any) -> None:
+        try:
+            converted = convert(value)
+        except RecordTypeError as exc:
+            raise operator.failure(exc, value, "its output_type") from exc
+        downstream(converted)
+
+    return emit
+
+
+def _emitter(
+    operator: Operator, targets: dict[str | None, list[Operator]], convert: Converter | None
+) -> Callable[[Any], None]:
     """An operator's ``emit``: to its main output's targets, and ``(tag, value)`` outputs
     to the side output of that tag where one is read. As in PyFlink, a ``(tag, value)``
-    whose side output nobody reads goes to the main output as it is."""
+    whose side output nobody reads goes to the main output as it is. Main output records
+    are converted to the operator's declared output type (``convert``) when it has one."""
     main = _fan_out([target.process for target in targets[None]])
+    if convert is not None:
+        main = _converting(operator, convert, main)
     sides = {
         tag: _fan_out([target.process for target in side])
         for tag, side in targets.items()
@@ -190,7 +211,9 @@ class Subtask:
                 operator = node.operator.create(ctx, keyed=node is head and vertex.keyed)
                 if isinstance(operator, TimestampsAndWatermarksOperator) and len(targets) == 1:
                     operator.targets = targets[None]
-            operator.emit = _emitter(targets)
+            operator.emit = _emitter(
+                operator, targets, record_converter(node.transformation.output_type)
+            )
             built[id(node)] = operator
         self.operators = [built[id(n)] for n in vertex.nodes]
         self.source = head.operator if vertex.is_source else None
@@ -230,6 +253,7 @@ class Subtask:
             self.outbox,
             self.record,
             managed_parts=self.restore.managed.get(node.uid, []),
+            input_type=node.input_type,
             restored_epoch=self.restore.restored_epoch,
             batch=self.batch,
         )
