@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, overload
 
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.time import Duration
+from lockgate.common.type_conversion import record_converter
 from lockgate.common.typeinfo import TypeInformation
 from lockgate.common.types import Row
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
@@ -60,9 +61,11 @@ def _check_function(function: Any, method: str, kind: str) -> Any:
 
 
 def _check_type(output_type: Any) -> TypeInformation | None:
-    if output_type is None or isinstance(output_type, TypeInformation):
-        return output_type
-    raise TypeError(f"output_type must be a TypeInformation (Types.*), got {output_type!r}")
+    """An ``output_type`` whose records lockgate can convert (else a TypeError now)."""
+    if output_type is not None and not isinstance(output_type, TypeInformation):
+        raise TypeError(f"output_type must be a TypeInformation (Types.*), got {output_type!r}")
+    record_converter(output_type)
+    return output_type
 
 
 class DataStream:

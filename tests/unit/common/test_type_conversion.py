@@ -13,8 +13,9 @@ from lockgate.common.type_conversion import (
     java_formatter,
     record_converter,
 )
-from lockgate.common.typeinfo import Types
+from lockgate.common.typeinfo import LocalTimeTypeInfo, Types
 from lockgate.common.types import Row
+from lockgate.datastream import StreamExecutionEnvironment
 
 WORD_COUNT = Types.ROW_NAMED(["word", "count"], [Types.STRING(), Types.INT()])
 
@@ -162,3 +163,10 @@ def test_collections_print_as_java():
     assert show(Types.PRIMITIVE_ARRAY(Types.BYTE()), b"\x01\xff") == "[1, -1]"
     row_of_tuple = Types.ROW([Types.TUPLE([Types.STRING(), Types.DOUBLE()])])
     assert show(row_of_tuple, Row(("x", 2.0))) == "+I[(x,2.0)]"
+
+
+def test_a_type_lockgate_cannot_convert_is_refused_when_declared():
+    stream = StreamExecutionEnvironment.get_execution_environment().from_collection([1])
+    local_date = LocalTimeTypeInfo(LocalTimeTypeInfo.TimeType.LOCAL_DATE)
+    with pytest.raises(RecordTypeError, match="lockgate does not convert records of type"):
+        stream.map(lambda v: v, output_type=local_date)
