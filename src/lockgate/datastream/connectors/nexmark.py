@@ -1,14 +1,8 @@
 """The Nexmark source and its records (lockgate's own; PyFlink has none)."""
 
-from lockgate.connectors.nexmark import (
-    Auction,
-    Bid,
-    Event,
-    NexmarkConfig,
-    NexmarkGenerator,
-    NexmarkSource,
-    Person,
-)
+from lockgate.connectors.nexmark.generator import NexmarkConfig, NexmarkGenerator
+from lockgate.connectors.nexmark.model import Auction, Bid, Event, Person
+from lockgate.connectors.nexmark.source import NexmarkSource
 
 __all__ = [
     "Auction",

@@ -70,9 +70,10 @@ class ReadOnlyContext(_BaseContext):
         self._views: dict[str, ReadOnlyView] = {}
 
     def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> ReadOnlyView:
-        state = self._operator.broadcast_state(state_descriptor)
-        view = self._views.get(state_descriptor.name)
-        if view is None:
+        # asked for per record: the view of a known state is a dict lookup
+        view = self._views.get(getattr(state_descriptor, "name", None))  # type: ignore[arg-type]
+        if view is None or not isinstance(state_descriptor, MapStateDescriptor):
+            state = self._operator.broadcast_state(state_descriptor)  # checks the descriptor
             view = self._views[state_descriptor.name] = ReadOnlyView(state, state_descriptor.name)
         return view
 
