@@ -36,7 +36,13 @@ from lockgate.datastream.window import (
     TimeWindow,
     TumblingEventTimeWindows,
 )
-from lockgate.graph.transformations import BROADCAST, REBALANCE, Partitioning, Transformation
+from lockgate.graph.transformations import (
+    BROADCAST,
+    REBALANCE,
+    Partitioning,
+    Transformation,
+    stream_type,
+)
 from lockgate.runtime.taskexecutor.broadcast_operator import BroadcastProcessOperator
 from lockgate.runtime.taskexecutor.co_operators import CoOperator
 from lockgate.runtime.taskexecutor.operators import OperatorSpec, resolve_callable
@@ -334,6 +340,11 @@ class KeyedStream(DataStream):
     ) -> DataStream:
         return self._operator(name, spec, True, timestamps, output_type, preserves_type)
 
+    def _reduced(self, name: str, spec: OperatorSpec) -> DataStream:
+        # The reduced records have the input's type, and are converted to it as PyFlink
+        # serializes them: a reduce function returning a tuple for a Row type fails there.
+        return self._keyed(name, spec, output_type=stream_type(self._transformation))
+
     def map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
         spec = OperatorSpec("map", _check_function(func, "map", "MapFunction"))
         return self._keyed("Map", spec, output_type=output_type)
@@ -369,27 +380,27 @@ class KeyedStream(DataStream):
 
     def reduce(self, func: Any) -> DataStream:
         spec = OperatorSpec("reduce", _check_function(func, "reduce", "ReduceFunction"))
-        return self._keyed("Reduce", spec, preserves_type=True)
+        return self._reduced("Reduce", spec)
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
         spec = OperatorSpec("reduce", FieldAggregator("sum", position_to_sum))
-        return self._keyed("Sum", spec, preserves_type=True)
+        return self._reduced("Sum", spec)
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
         spec = OperatorSpec("reduce", FieldAggregator("min", position_to_min))
-        return self._keyed("Min", spec, preserves_type=True)
+        return self._reduced("Min", spec)
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
         spec = OperatorSpec("reduce", FieldAggregator("max", position_to_max))
-        return self._keyed("Max", spec, preserves_type=True)
+        return self._reduced("Max", spec)
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
         spec = OperatorSpec("reduce", FieldAggregator("min_by", position_to_min_by))
-        return self._keyed("MinBy", spec, preserves_type=True)
+        return self._reduced("MinBy", spec)
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
         spec = OperatorSpec("reduce", FieldAggregator("max_by", position_to_max_by))
-        return self._keyed("MaxBy", spec, preserves_type=True)
+        return self._reduced("MaxBy", spec)
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return self._origin.key_by(key_selector, key_type)

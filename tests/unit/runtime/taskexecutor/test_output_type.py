@@ -95,6 +95,11 @@ def test_streams_keep_their_type_through_filter_keying_and_reduce():
     pairs = env.from_collection(["a"]).map(lambda w: Row(w, 1), output_type=PAIR)
     kept = pairs.filter(lambda _: True).key_by(lambda r: r[0]).reduce(lambda a, b: a)
     assert stream_type(kept._transformation) == PAIR
+    # the reduced records are converted to it, so what print() formats by is what it gets
+    assert kept._transformation.output_type == PAIR
+    assert pairs.filter(lambda _: True)._transformation.output_type is None  # passes them on
+    same = env.from_collection(["b"]).map(lambda w: Row(w, 2), output_type=PAIR)
+    assert stream_type(pairs.union(same)._transformation) == PAIR
     plain = kept.map(lambda r: r)
     assert stream_type(plain._transformation) is None
     assert stream_type(pairs.union(plain)._transformation) is None
