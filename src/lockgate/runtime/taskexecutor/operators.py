@@ -459,6 +459,7 @@ class ReduceOperator(Operator):
         reduce = resolve_callable(function, "reduce", "ReduceFunction")
         self.set_key = ctx.keyed_backend.set_current_key
         self.state = ctx.keyed_backend.get_state(ReducingStateDescriptor(self.STATE_NAME, reduce))
+        self.rolling = not ctx.batch  # BATCH emits only the final values, at the end
 
     def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         self.set_key(key_group, key)
@@ -467,12 +468,11 @@ class ReduceOperator(Operator):
             state.add(value)
         except Exception as exc:
             raise self.failure(exc, value) from exc
-        if not self.ctx.batch:
+        if self.rolling:
             self.emit(state.get())
 
     def end_input(self) -> None:
-        """In BATCH mode only each key's final value goes out, once its input has ended."""
-        if not self.ctx.batch:
+        if self.rolling:
             return
         backend = self.ctx.keyed_backend
         for key_group in backend.key_groups:
