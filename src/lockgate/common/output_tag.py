@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lockgate.common.type_conversion import declared_type
+
 
 class OutputTag:
     """A side output of an operator: functions ``yield tag, value`` to send ``value`` there,
@@ -13,7 +15,8 @@ class OutputTag:
         if not isinstance(tag_id, str) or not tag_id:
             raise ValueError("OutputTag tag_id cannot be None or empty string")
         self.tag_id = tag_id
-        self.type_info = type_info
+        #: what the side output's records are converted to (None: kept as they are)
+        self.type_info = declared_type(type_info, f"the type_info of OutputTag '{tag_id}'")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputTag) and other.tag_id == self.tag_id

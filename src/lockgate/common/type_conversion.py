@@ -1,14 +1,17 @@
 """What a declared type information does to records, as PyFlink's coders do.
 
-In PyFlink a record leaving an operator with a declared ``output_type`` is serialized
-with that type's coder and deserialized by the next operator: ``record_converter`` builds
-the same round trip once per operator, without the bytes (``Types.ROW_NAMED`` gives a
-``Row`` with those field names, ``Types.FLOAT`` a float of single precision, ...).
-``java_formatter`` prints a record of a declared type as Flink's Java ``toString`` does
-(``print()``): ``(a,1)`` for a tuple, ``+I[a, 1]`` for a row, ``true``, ``1.0E7``, ``null``.
+In PyFlink a record that leaves its chain of Python operators (to a shuffle, a side output
+or a sink) is serialized with its declared type's coder and deserialized on the other
+side; chained Python functions hand records on as returned. ``record_converter`` builds
+that round trip once per operator, without the bytes (``Types.ROW_NAMED`` gives a ``Row``
+with those field names, ``Types.FLOAT`` a float of single precision, ...), and the subtask
+applies it where PyFlink would (``runtime.taskexecutor.subtask``). ``source_converter`` is
+its form for source elements, ``print_formatter`` what PyFlink's ``print()`` writes for a
+declared type: ``(a,1)`` for a tuple, ``+I[a,1]`` for a row, ``true``, ``1.0E7``, ``null``
+(``java_formatter``: Java's ``toString``).
 
-Both are built once per type; ``PICKLED_BYTE_ARRAY`` (or no type) has neither: records
-stay as the function returned them and print as ``str()``.
+All are built once per type; ``PICKLED_BYTE_ARRAY`` (or no type) has none: records stay
+as the function returned them and print as ``str()``.
 """
 
 from __future__ import annotations
@@ -55,6 +58,15 @@ _INT_RANGES = {
 
 class RecordTypeError(TypeError):
     """A record (or one of its fields) does not match its declared type information."""
+
+
+def declared_type(type_info: Any, argument: str) -> TypeInformation | None:
+    """``type_info`` as given for ``argument`` (``output_type``, ``key_type``, ...), when
+    lockgate can convert records to it; a TypeError now, at the API call, when it cannot."""
+    if type_info is not None and not isinstance(type_info, TypeInformation):
+        raise TypeError(f"{argument} must be a TypeInformation (Types.*), got {type_info!r}")
+    record_converter(type_info)
+    return type_info
 
 
 def record_converter(type_info: TypeInformation | None) -> Converter | None:
@@ -241,7 +253,47 @@ def _map_converter(type_info: MapTypeInfo) -> Converter:
     return map_
 
 
+def source_converter(type_info: TypeInformation | None) -> Converter | None:
+    """``record_converter`` for the elements of a source read with ``type_info``
+    (``from_collection(..., type_info)``): a row or tuple type there also takes a tuple or
+    list of its fields, as PyFlink converts a collection through Java's arrays, not through
+    its coders. Only the top level: nested rows must be Rows, as for the coders."""
+    convert = record_converter(type_info)
+    if convert is None:
+        return None
+    if isinstance(type_info, RowTypeInfo):
+        to_row = convert
+
+        def row(value: Any) -> Any:
+            if isinstance(value, tuple | list) and not isinstance(value, Row):
+                value = Row(*value)
+            return to_row(value)
+
+        return row
+    if isinstance(type_info, TupleTypeInfo):
+        to_tuple = convert
+
+        def tuple_(value: Any) -> Any:
+            return to_tuple(tuple(value) if isinstance(value, list) else value)
+
+        return tuple_
+    return convert
+
+
 # Flink's toString ---------------------------------------------------------------------------
+
+
+def print_formatter(type_info: TypeInformation | None) -> Formatter | None:
+    """How PyFlink's ``print()`` writes a record of ``type_info``: a row as
+    ``+I[a,1]``, its fields by Python's ``str`` (PyFlink formats rows in Python before they
+    reach Java's print), anything else by ``java_formatter``."""
+    if isinstance(type_info, RowTypeInfo):
+
+        def row(value: Any) -> str:
+            return f"{RowKind.INSERT}[{','.join(str(field) for field in value)}]"
+
+        return row
+    return java_formatter(type_info)
 
 
 def java_formatter(type_info: TypeInformation | None) -> Formatter | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, overload
 
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.time import Duration
-from lockgate.common.type_conversion import record_converter
+from lockgate.common.type_conversion import declared_type
 from lockgate.common.typeinfo import TypeInformation
 from lockgate.common.types import Row
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
@@ -66,14 +66,6 @@ def _check_function(function: Any, method: str, kind: str) -> Any:
     raise TypeError(f"the input must be a {kind} or a callable function, got {function!r}")
 
 
-def _check_type(output_type: Any) -> TypeInformation | None:
-    """An ``output_type`` whose records lockgate can convert (else a TypeError now)."""
-    if output_type is not None and not isinstance(output_type, TypeInformation):
-        raise TypeError(f"output_type must be a TypeInformation (Types.*), got {output_type!r}")
-    record_converter(output_type)
-    return output_type
-
-
 class DataStream:
     """A stream of records produced by a transformation."""
 
@@ -99,7 +91,7 @@ class DataStream:
             spec,
             keyed=keyed,
             timestamps=timestamps,
-            output_type=_check_type(output_type),
+            output_type=declared_type(output_type, "output_type"),
             preserves_type=preserves_type,
         )
         return DataStream(self._env, self._env._add(t))
@@ -154,6 +146,7 @@ class DataStream:
             f"SideOutput({output_tag.tag_id})",
             [self._transformation],
             output_tag=output_tag.tag_id,
+            output_type=output_tag.type_info,
         )
         return DataStream(self._env, self._env._add(t))
 
@@ -180,7 +173,9 @@ class DataStream:
             "partition",
             "KeyBy",
             [self._transformation],
-            partitioning=Partitioning("key_group", key_selector),
+            partitioning=Partitioning(
+                "key_group", key_selector, declared_type(key_type, "key_type")
+            ),
         )
         return KeyedStream(self._env, self._env._add(t), self)
 
@@ -494,7 +489,7 @@ class ConnectedStreams:
             keyed=keyed,
             timestamps=fires_timers,
             two_input=True,
-            output_type=_check_type(output_type),
+            output_type=declared_type(output_type, "output_type"),
         )
         return DataStream(env, env._add(t))
 
@@ -552,7 +547,7 @@ class BroadcastConnectedStream:
             keyed=keyed,
             timestamps=fires_timers,
             two_input=True,
-            output_type=_check_type(output_type),
+            output_type=declared_type(output_type, "output_type"),
         )
         return DataStream(env, env._add(t))
 

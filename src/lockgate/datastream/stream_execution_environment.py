@@ -14,6 +14,7 @@ from lockgate.common.configuration import Configuration
 from lockgate.common.job_client import JobClient
 from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.restart_strategy import RestartStrategyConfiguration
+from lockgate.common.type_conversion import declared_type
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.connectors.collection import CollectionSource
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
@@ -136,7 +137,11 @@ class StreamExecutionEnvironment:
         return transformation
 
     def _source(
-        self, source: Source, name: str, strategy: WatermarkStrategy | None = None
+        self,
+        source: Source,
+        name: str,
+        type_info: Any,
+        strategy: WatermarkStrategy | None = None,
     ) -> DataStream:
         t = Transformation(
             "source",
@@ -145,12 +150,15 @@ class StreamExecutionEnvironment:
             parallelism=source.default_parallelism,
             timestamps=strategy is not None and strategy.timestamp_assigner is not None,
             watermark_strategy=strategy,
+            output_type=declared_type(type_info, "type_info"),
         )
         return DataStream(self, self._add(t))
 
     def from_collection(self, collection: list[Any], type_info: Any = None) -> DataStream:
-        """A bounded stream of the collection's elements, read (by default) by one subtask."""
-        return self._source(CollectionSource(collection), "Collection Source")
+        """A bounded stream of the collection's elements, read (by default) by one subtask;
+        with ``type_info``, each element is converted to it as PyFlink does (tuples become
+        ``Row`` for ``Types.ROW_NAMED``, ...)."""
+        return self._source(CollectionSource(collection), "Collection Source", type_info)
 
     def from_source(
         self, source: Source, watermark_strategy: Any, source_name: str, type_info: Any = None
@@ -160,7 +168,7 @@ class StreamExecutionEnvironment:
         if not isinstance(source, Source):
             raise TypeError(f"from_source needs a source such as FileSource, got {source!r}")
         check_strategy(watermark_strategy)
-        return self._source(source, source_name, watermark_strategy)
+        return self._source(source, source_name, type_info, watermark_strategy)
 
     # Execution ----------------------------------------------------------------------------
 

@@ -61,9 +61,11 @@ class StreamNode:
     @property
     def input_type(self) -> Any:
         """The declared type information of the records it receives, when all its inputs
-        declare the same (None: none declared, or side outputs)."""
+        declare the same (None: none declared)."""
         types = [
-            None if edge.output_tag is not None else stream_type(edge.source.transformation)
+            edge.side_output_type
+            if edge.output_tag is not None
+            else stream_type(edge.source.transformation)
             for edge in self.inputs
         ]
         return types[0] if types and all(t == types[0] for t in types) else None
@@ -75,6 +77,7 @@ class StreamEdge:
     target: StreamNode
     partitioning: Partitioning
     output_tag: str | None = None  # the side output it carries (None: the main output)
+    side_output_type: Any = None  # the type information of that side output's OutputTag
     input_index: int = 1  # which input of a two-input target it feeds (1 or 2)
 
 
@@ -181,19 +184,19 @@ def _collect(transformations: Iterable[Transformation]) -> list[Transformation]:
 
 
 def _upstream(
-    t: Transformation, partitioning: Partitioning | None, tag: str | None
-) -> Iterator[tuple[Transformation, Partitioning | None, str | None]]:
+    t: Transformation, partitioning: Partitioning | None, side: Transformation | None
+) -> Iterator[tuple[Transformation, Partitioning | None, Transformation | None]]:
     """Runnable inputs of a transformation, seen through partition, union and side-output
-    nodes: (input, partitioning, side output)."""
+    nodes: (input, partitioning, the side-output node it is read through)."""
     if t.runs:
-        yield t, partitioning, tag
+        yield t, partitioning, side
     elif t.kind == "partition":
-        yield from _upstream(t.inputs[0], partitioning or t.partitioning, tag)
+        yield from _upstream(t.inputs[0], partitioning or t.partitioning, side)
     elif t.kind == "side_output":
-        yield from _upstream(t.inputs[0], partitioning, t.output_tag)
+        yield from _upstream(t.inputs[0], partitioning, t)
     else:  # union
         for branch in t.inputs:
-            yield from _upstream(branch, partitioning, tag)
+            yield from _upstream(branch, partitioning, side)
 
 
 def _stream_nodes(
@@ -213,17 +216,17 @@ def _stream_nodes(
         except ValueError as exc:
             raise GraphError(f"operator '{t.name}': {exc}") from None
         upstream = [
-            (by_id[u.id], p, tag, index + 1 if t.two_input else 1)
+            (by_id[u.id], p, side, index + 1 if t.two_input else 1)
             for index, branch in enumerate(t.inputs)
-            for u, p, tag in _upstream(branch, None, None)
+            for u, p, side in _upstream(branch, None, None)
         ]
         basis = "|".join(
             [
                 t.kind,
                 t.name,
                 *(
-                    f"{u.uid}:{p.kind if p else '-'}" + (f":{tag}" if tag else "")
-                    for u, p, tag, _ in upstream
+                    f"{u.uid}:{p.kind if p else '-'}" + (f":{side.output_tag}" if side else "")
+                    for u, p, side, _ in upstream
                 ),
             ]
         )
@@ -240,9 +243,14 @@ def _stream_nodes(
         timestamped = t.timestamps or any(up.timestamped for up, _, _, _ in upstream)
         configured = bool(t.max_parallelism or max_p)
         node = StreamNode(t, parallelism, node_max, uid, timestamped, configured)
-        for up, partitioning, tag, input_index in upstream:
+        for up, partitioning, side, input_index in upstream:
             edge = StreamEdge(
-                up, node, _edge_partitioning(up, node, partitioning), tag, input_index
+                up,
+                node,
+                _edge_partitioning(up, node, partitioning),
+                side.output_tag if side else None,
+                side.output_type if side else None,
+                input_index,
             )
             up.outputs.append(edge)
             node.inputs.append(edge)

@@ -19,6 +19,7 @@ class Partitioning:
 
     kind: str  # "forward", "rebalance", "key_group" or "broadcast" (to every subtask)
     key_selector: Any = None
+    key_type: Any = None  # the type information keys are converted to (``key_by``'s)
 
 
 FORWARD = Partitioning("forward")

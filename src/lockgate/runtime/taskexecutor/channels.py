@@ -20,7 +20,7 @@ from pickle import HIGHEST_PROTOCOL, dumps
 from typing import Any
 
 from lockgate.runtime.task_deployment import BatchBounds
-from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, resolve_callable
+from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext
 from lockgate.runtime.taskexecutor.watermarks import LONG_MIN, ChannelEnd
 from lockgate.state.key_groups import murmur_hash
 from lockgate.state.key_hash import stable_key_hash
@@ -189,12 +189,12 @@ class KeyGroupWriter(ChannelWriter):
         targets: int,
         bounds: BatchBounds,
         timestamped: bool,
-        key_selector: Any,
+        key_fn: Callable[[Any], Any],
         max_parallelism: int,
         target_name: str,
     ):
         super().__init__(ctx, edge_id, targets, bounds, timestamped)
-        self.key_fn: Callable[[Any], Any] = resolve_callable(key_selector, "get_key", "KeySelector")
+        self.key_fn = key_fn
         self.max_parallelism = max_parallelism
         self.target_name = target_name
         self.key_groups = _KEY_GROUP_CACHES.setdefault(max_parallelism, {})

@@ -16,7 +16,7 @@ from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.common.clock import processing_time_ms
-from lockgate.common.type_conversion import java_formatter
+from lockgate.common.type_conversion import print_formatter, record_converter
 from lockgate.common.typeinfo import TypeInformation
 from lockgate.runtime.errors import UserFunctionError, preview
 from lockgate.runtime.taskexecutor.context import (
@@ -239,6 +239,17 @@ def resolve_callable(function: Any, method: str, kind: str) -> Callable[..., Any
     if callable(function):
         return function  # type: ignore[no-any-return]
     raise TypeError(f"the input must be a {kind} or a callable function, got {function!r}")
+
+
+def key_function(key_selector: Any, key_type: TypeInformation | None) -> Callable[[Any], Any]:
+    """The key of a record on a key-group edge: its key selector's, converted to the
+    ``key_type`` of ``key_by`` when one is declared (PyFlink serializes keys with it, so
+    functions, state and key groups all see the converted key)."""
+    select = resolve_callable(key_selector, "get_key", "KeySelector")
+    convert = record_converter(key_type)
+    if convert is None:
+        return select
+    return lambda value: convert(select(value))
 
 
 # Stateless operators ---------------------------------------------------------------------
@@ -485,8 +496,8 @@ class ReduceOperator(Operator):
 
 
 class PrintSinkOperator(Operator):
-    """Writes each record to the task's stdout with Flink's ``N>`` prefix: as Flink's Java
-    ``toString`` when its stream declares a type (``(a,1)``, ``+I[a, 1]``), else ``str()``."""
+    """Writes each record to the task's stdout with Flink's ``N>`` prefix: as PyFlink's
+    print does when its stream declares a type (``(a,1)``, ``+I[a,1]``), else ``str()``."""
 
     def __init__(self, ctx: OperatorContext, sink_identifier: str | None, stderr: bool):
         super().__init__(ctx)
@@ -500,7 +511,7 @@ class PrintSinkOperator(Operator):
         self.prefix = prefix
         self.stream = sys.stderr if stderr else sys.stdout
         self.lines: list[str] = []
-        self.format: Callable[[Any], str] = java_formatter(ctx.input_type) or str
+        self.format: Callable[[Any], str] = print_formatter(ctx.input_type) or str
 
     def process(self, value: Any) -> None:
         self.lines.append(f"{self.prefix}{self.format(value)}\n")

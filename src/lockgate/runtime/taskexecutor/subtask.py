@@ -8,14 +8,19 @@ the previous epoch. Either way it starts epoch n from the state of epoch n-1.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pickle import loads
 from typing import Any
 
 from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.output_tag import OutputTag
-from lockgate.common.type_conversion import Converter, RecordTypeError, record_converter
+from lockgate.common.type_conversion import (
+    Converter,
+    RecordTypeError,
+    record_converter,
+    source_converter,
+)
 from lockgate.runtime.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.taskexecutor.channels import (
     BroadcastWriter,
@@ -29,7 +34,7 @@ from lockgate.runtime.taskexecutor.operators import (
     Operator,
     OperatorContext,
     _drop,
-    resolve_callable,
+    key_function,
 )
 from lockgate.runtime.taskexecutor.timestamps_and_watermarks import (
     SourceOperator,
@@ -64,37 +69,64 @@ def _fan_out(targets: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
 
 
 def _converting(
-    operator: Operator, convert: Converter, downstream: Callable[[Any], None]
+    operator: Operator, convert: Converter, downstream: Callable[[Any], None], declared: str
 ) -> Callable[[Any], None]:
-    """Hands on each record as its declared output type makes it (see type_conversion)."""
+    """Hands on each record as its declared type makes it (see type_conversion)."""
 
     def emit(value: Any) -> None:
         try:
             converted = convert(value)
         except RecordTypeError as exc:
-            raise operator.failure(exc, value, "its output_type") from exc
+            raise operator.failure(exc, value, declared) from exc
         downstream(converted)
 
     return emit
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where an operator's records go: a chained operator or a channel writer (``target``)
+    over ``edge``. ``crosses`` says the record leaves PyFlink's Python chain there (to a
+    shuffle or a sink), where PyFlink serializes it with its declared type."""
+
+    edge: Any  # the StreamEdge: its side output (output_tag) and that side output's type
+    target: Operator
+    crosses: bool
+
+
 def _emitter(
-    operator: Operator, targets: dict[str | None, list[Operator]], convert: Converter | None
+    operator: Operator, routes: list[Route], convert: Converter | None
 ) -> Callable[[Any], None]:
-    """An operator's ``emit``: to its main output's targets, and ``(tag, value)`` outputs
-    to the side output of that tag where one is read. As in PyFlink, a ``(tag, value)``
-    whose side output nobody reads goes to the main output as it is. Main output records
-    are converted to the operator's declared output type (``convert``) when it has one."""
-    main = _fan_out([target.process for target in targets[None]])
-    if convert is not None:
-        main = _converting(operator, convert, main)
-    sides = {
-        tag: _fan_out([target.process for target in side])
-        for tag, side in targets.items()
-        if tag is not None
-    }
-    if not sides:
+    """An operator's ``emit``: to the targets of its main output, and ``(tag, value)``
+    outputs to the side output of that tag where one is read. As in PyFlink, a ``(tag,
+    value)`` whose side output nobody reads goes to the main output as it is.
+
+    Records are converted to their declared type where PyFlink converts them: main output
+    records to the operator's ``output_type`` (``convert``) where they cross out of the
+    chain, side output records to their OutputTag's type always (a side output leaves
+    PyFlink's Python operator). Chained operators get main output records as returned."""
+    main_routes = [route for route in routes if route.edge.output_tag is None]
+    crossing = _fan_out([route.target.process for route in main_routes if route.crosses])
+    if convert is not None and crossing is not _drop:
+        crossing = _converting(operator, convert, crossing, "its output_type")
+    main = _fan_out(
+        [route.target.process for route in main_routes if not route.crosses]
+        + ([crossing] if crossing is not _drop else [])
+    )
+    by_tag: dict[str, list[Callable[[Any], None]]] = {}
+    for route in routes:
+        edge = route.edge
+        if edge.output_tag is None:
+            continue
+        side: Callable[[Any], None] = route.target.process
+        side_convert = record_converter(edge.side_output_type)
+        if side_convert is not None:
+            declared = f"the type_info of OutputTag '{edge.output_tag}'"
+            side = _converting(operator, side_convert, side, declared)
+        by_tag.setdefault(edge.output_tag, []).append(side)
+    if not by_tag:
         return main
+    sides = {tag: _fan_out(targets) for tag, targets in by_tag.items()}
 
     def emit(value: Any) -> None:
         if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
@@ -192,28 +224,36 @@ class Subtask:
             edges_from.setdefault(id(edge.stream_edge.source), []).append(edge)
         for node in reversed(vertex.nodes):
             ctx = self._context(node, attempt)
-            # main output (tag None) and side outputs (by tag id): chained operators, writers
-            targets: dict[str | None, list[Operator]] = {None: []}
-            for e in node.outputs:
-                if id(e.target) in in_chain:
-                    targets.setdefault(e.output_tag, []).append(built[id(e.target)])
+            # its outputs: chained operators (a sink is outside PyFlink's Python chain), and
+            # channel writers
+            routes = [
+                Route(e, built[id(e.target)], e.target.transformation.kind == "sink")
+                for e in node.outputs
+                if id(e.target) in in_chain
+            ]
             for edge in edges_from.get(id(node), ()):
                 writer = self._writer(edge, ctx)
                 self.writers.append((id(node), writer))
-                targets.setdefault(edge.stream_edge.output_tag, []).append(writer)
+                routes.append(Route(edge.stream_edge, writer, True))
+            main_targets = [route.target for route in routes if route.edge.output_tag is None]
+            convert = record_converter(node.transformation.output_type)
             operator: Operator
             if node.is_source:
-                source = SourceOperator(ctx, node.transformation.watermark_strategy)
-                source.targets = targets[None]  # a source has no side outputs
+                source = SourceOperator(
+                    ctx,
+                    node.transformation.watermark_strategy,
+                    source_converter(node.transformation.output_type),
+                )
+                source.targets = main_targets  # a source has no side outputs
                 operator = source
                 self.source_operator = source
             else:
                 operator = node.operator.create(ctx, keyed=node is head and vertex.keyed)
-                if isinstance(operator, TimestampsAndWatermarksOperator) and len(targets) == 1:
-                    operator.targets = targets[None]
-            operator.emit = _emitter(
-                operator, targets, record_converter(node.transformation.output_type)
-            )
+                if isinstance(operator, TimestampsAndWatermarksOperator) and len(
+                    main_targets
+                ) == len(routes):
+                    operator.targets = main_targets
+            operator.emit = _emitter(operator, routes, convert)
             built[id(node)] = operator
         self.operators = [built[id(n)] for n in vertex.nodes]
         self.source = head.operator if vertex.is_source else None
@@ -226,8 +266,8 @@ class Subtask:
                 timestamped = edge.stream_edge.source.timestamped
                 target = head_operator.input(edge.stream_edge.input_index)
                 if by_key and vertex.keyed:
-                    key_fn = resolve_callable(
-                        edge.partitioning.key_selector, "get_key", "KeySelector"
+                    key_fn = key_function(
+                        edge.partitioning.key_selector, edge.partitioning.key_type
                     )
                     self.deliver[edge.id] = _keyed_batches(target, key_fn, timestamped)
                 else:
@@ -271,7 +311,7 @@ class Subtask:
                 target.parallelism,
                 self.batch_bounds,
                 timestamped,
-                edge.partitioning.key_selector,
+                key_function(edge.partitioning.key_selector, edge.partitioning.key_type),
                 target.max_parallelism,
                 target.head.name,
             )

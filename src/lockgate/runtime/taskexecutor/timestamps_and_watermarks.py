@@ -16,6 +16,7 @@ from typing import Any
 
 from lockgate.common.clock import processing_time_ms
 from lockgate.common.records import envelope, field, open_envelope
+from lockgate.common.type_conversion import Converter, RecordTypeError
 from lockgate.runtime.source import SplitProgress
 from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext
 from lockgate.runtime.taskexecutor.watermarks import (
@@ -146,8 +147,9 @@ class SourceOperator(_Assigning):
     A source without a strategy (``from_collection``) emits records without timestamps and
     no watermark until the end of input, as Flink's legacy sources."""
 
-    def __init__(self, ctx: OperatorContext, strategy: Any):
+    def __init__(self, ctx: OperatorContext, strategy: Any, convert: Converter | None = None):
         super().__init__(ctx, strategy)
+        self.convert = convert  # to the source's declared type_info (None: none declared)
         self.splits = (
             SplitWatermarks(strategy.out_of_orderness_ms, strategy.idle_timeout_ms)
             if strategy is not None
@@ -159,6 +161,8 @@ class SourceOperator(_Assigning):
         raise TypeError(f"source '{self.ctx.name}' takes its records from its reader")
 
     def emit_chunk(self, split: str, values: list[Any]) -> None:
+        if self.convert is not None:
+            values = self._converted(self.convert, values)
         timestamps = None
         if self.splits is not None:
             max_timestamp = LONG_MIN
@@ -169,6 +173,15 @@ class SourceOperator(_Assigning):
             self.splits.read(split, max_timestamp, len(values), processing_time_ms())
         for target in self.targets:
             target.process_batch(values, timestamps)
+
+    def _converted(self, convert: Converter, values: list[Any]) -> list[Any]:
+        converted = []
+        for value in values:
+            try:
+                converted.append(convert(value))
+            except RecordTypeError as exc:
+                raise self.failure(exc, value, "its type_info") from exc
+        return converted
 
     def split_read(self, split: str, progress: SplitProgress | None) -> None:
         """The epoch's assignment of ``split`` is read; ``progress`` says where it stopped."""
