@@ -8,6 +8,10 @@ STAMP := $(VENV)/.installed
 PYFLINK_VERSION := 2.3.0
 PYFLINK_WHEEL_DIR := $(VENV)/pyflink-wheel
 PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
+# PyFlink itself, with its jars, in a venv of its own: tests/integration/test_pyflink_examples.py
+# runs PyFlink's examples on it and on lockgate; bench peers may use it (--pyflink-python).
+PYFLINK_VENV := $(VENV)/pyflink
+PYFLINK := $(PYFLINK_VENV)/.installed-$(PYFLINK_VERSION)
 
 .PHONY: demo test unit integration cluster soak lint typecheck format java clean
 
@@ -21,6 +25,11 @@ $(STAMP): pyproject.toml
 $(PYFLINK_WHEEL): $(STAMP)
 	$(BIN)/pip download --quiet --no-deps --dest $(PYFLINK_WHEEL_DIR) apache-flink==$(PYFLINK_VERSION)
 	touch $(PYFLINK_WHEEL)
+
+$(PYFLINK): $(PYFLINK_WHEEL)
+	$(PYTHON) -m venv $(PYFLINK_VENV)
+	$(PYFLINK_VENV)/bin/pip install --quiet --find-links $(PYFLINK_WHEEL_DIR) apache-flink==$(PYFLINK_VERSION)
+	touch $(PYFLINK)
 
 # PySpark 4 needs Java 17+. Install it when running as root; otherwise say what to install.
 java:
@@ -37,13 +46,13 @@ demo: $(PYFLINK_WHEEL) java
 	$(BIN)/python examples/account_balances.py
 
 # Lint and type check first: a failing check fails the run like a failing test.
-test: $(PYFLINK_WHEEL) java lint typecheck
+test: $(PYFLINK_WHEEL) $(PYFLINK) java lint typecheck
 	$(BIN)/python -m pytest -q tests
 
 unit: $(PYFLINK_WHEEL)
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: $(STAMP) java
+integration: $(PYFLINK) java
 	$(BIN)/python -m pytest -q tests/integration
 
 # Not part of `test` (2.5 to 5 min on this 2-core machine, by its load): a Spark standalone
