@@ -40,9 +40,9 @@ CAP = 60  # records per split and epoch: 300 records from one split -> 5 epochs
 MIN_EPOCHS = 4
 LAST_N = 3
 
-parallelisms = pytest.mark.parametrize("parallelism", [1, 3])  # 3: groups split unevenly
-
-pytestmark = BACKENDS  # every test runs on the heap and on the RocksDB backend
+# 3: key groups split unevenly. Each backend once, not every pair (the suite's time): the
+# other tests here run on both backends.
+parallelisms = pytest.mark.parametrize(("parallelism", "backend"), [(1, "hashmap"), (3, "rocksdb")])
 
 
 def transactions(n: int = N_RECORDS, seed: int = 7) -> list[tuple[str, int, str, int]]:
@@ -406,6 +406,7 @@ def test_keyed_map_flat_map_filter_with_state(make_env, spark, parallelism):
         assert_same_per_key(mine, [r for r in expected if r[0] == tag], key_index=1)
 
 
+@BACKENDS
 def test_execute_and_collect_with_limit_returns_a_prefix_list(make_env, spark):
     """``limit`` returns a list of that many results and stops the job early."""
     records = transactions()
@@ -458,6 +459,7 @@ class AllStateKinds(KeyedProcessFunction):
         )
 
 
+@BACKENDS
 @pytest.mark.parametrize("parallelism", [2, 3])
 def test_all_state_kinds_final_state_with_parallel_source(make_env, spark, parallelism):
     records = transactions(seed=23)
@@ -483,6 +485,7 @@ def test_all_state_kinds_final_state_with_parallel_source(make_env, spark, paral
         ), key
 
 
+@BACKENDS
 def test_rolling_sum_on_named_rows(make_env):
     records = [Row(k="a", v=1), Row(k="b", v=10), Row(k="a", v=2), Row(k="a", v=3)]
     env = make_env(parallelism=2)
@@ -516,6 +519,7 @@ class InstanceProbe(KeyedProcessFunction):
         yield ctx.get_current_key(), value[1], count
 
 
+@BACKENDS
 def test_each_subtask_has_its_own_function_instance(make_env, tmp_path):
     """Six subtasks on two cores: several of them are created in the same Python worker."""
     records = [(f"k{i % 24}", i) for i in range(240)]
@@ -543,6 +547,7 @@ class History(KeyedProcessFunction):
         yield ctx.get_current_key(), history
 
 
+@BACKENDS
 def test_rolling_sum_on_lists_emits_each_intermediate_value(make_env):
     # PyFlink 2.3 (checked): [['a', 1], ['a', 3], ['a', 6], ['b', 5], ['a', 10]]
     records = [["a", 1], ["a", 2], ["a", 3], ["b", 5], ["a", 4]]
@@ -551,6 +556,7 @@ def test_rolling_sum_on_lists_emits_each_intermediate_value(make_env):
     assert actual == [["a", 1], ["a", 3], ["a", 6], ["b", 5], ["a", 10]]
 
 
+@BACKENDS
 def test_emitted_state_value_is_not_changed_by_later_records(make_env):
     # PyFlink 2.3 (checked): [('a', [1]), ('a', [1, 2]), ('a', [1, 2, 3])]
     env = make_env(parallelism=1)

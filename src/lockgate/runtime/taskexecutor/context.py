@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, NoReturn
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.common.unsupported import NotSupportedYetError
 from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
 
 
@@ -51,8 +52,11 @@ class SubtaskRuntimeContext:
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._job_parameters.get(key, default_value)
 
-    def get_metrics_group(self) -> None:
-        return None
+    def get_metrics_group(self) -> NoReturn:
+        raise NotSupportedYetError(
+            "RuntimeContext.get_metrics_group is not supported yet by lockgate: use "
+            "lockgate.progress for per-epoch figures, or count in state or a side output"
+        )
 
     def keyed_state_store(self) -> SubtaskRuntimeContext | None:
         """Flink's KeyedStateStore: this context on a keyed stream, else None."""
