@@ -1,6 +1,7 @@
 """PyFlink's own DataStream examples (``pyflink/examples/datastream`` of apache-flink 2.3.0)
 run unchanged on lockgate, but for ``pyflink`` -> ``lockgate`` in their imports, and print
-the same records as on PyFlink.
+the same records as on PyFlink; so does ``pyflink_types_job.py``, which checks what each
+declared type makes of a value and how ``print()`` writes it.
 
 Both run in one process each (``pyflink_examples_runner.py``), at the same time. PyFlink
 is the venv ``make test`` installs (``.venv/pyflink``), or ``$LOCKGATE_PYFLINK_PYTHON``.
@@ -43,6 +44,8 @@ EXAMPLES = [
     "windowing/session_with_dynamic_gap_window.py",
     "windowing/tumbling_count_window.py",
 ]
+# And one of ours, in PyFlink's terms: a value of each declared type across a shuffle.
+TYPES_JOB = HERE / "pyflink_types_job.py"
 NOT_RUN = {"streaming_word_count.py"}  # the Table API's datagen, unbounded
 NOT_RUN_DIRS = {"connectors", "asyncio"}
 
@@ -122,18 +125,18 @@ def test_every_datastream_example_prints_the_same_records_on_lockgate(tmp_path):
     }
     assert present - NOT_RUN == set(EXAMPLES), "an example is neither run nor said not to be"
 
+    originals = [examples / name for name in EXAMPLES] + [TYPES_JOB]
     swapped = []
-    for name in EXAMPLES:
-        target = tmp_path / "lockgate" / name
+    for original in originals:
+        target = tmp_path / "lockgate" / original.relative_to(original.parents[1])
         target.parent.mkdir(parents=True, exist_ok=True)
-        source = (examples / name).read_text()
-        target.write_text(_IMPORT.sub(r"\1\2 lockgate", source))
-        assert "from pyflink" not in target.read_text(), name  # every import swapped
+        target.write_text(_IMPORT.sub(r"\1\2 lockgate", original.read_text()))
+        assert "from pyflink" not in target.read_text(), original  # every import swapped
         swapped.append(target)
 
     # PyFlink's Python workers start ``python``: the venv's, first on the PATH
     pyflink_env = {**os.environ, "PATH": f"{pyflink.parent}{os.pathsep}{os.environ['PATH']}"}
-    on_pyflink = _start(pyflink, [examples / name for name in EXAMPLES], pyflink_env)
+    on_pyflink = _start(pyflink, originals, pyflink_env)
     on_lockgate = _start(Path(sys.executable), swapped, dict(os.environ))
     pyflink_out, pyflink_err = on_pyflink.communicate(timeout=900)
     lockgate_out, lockgate_err = on_lockgate.communicate(timeout=900)
@@ -144,7 +147,7 @@ def test_every_datastream_example_prints_the_same_records_on_lockgate(tmp_path):
     assert on_lockgate.returncode == 0, lockgate_err[-3000:]
     expected = _lines(pyflink_out)
     got = _lockgate_lines(lockgate_out, lockgate_err)
-    assert sum(expected.values()) > 200  # every example printed its records (235)
+    assert sum(expected.values()) > 250  # every job printed its records (279)
     missing, extra = expected - got, got - expected
     assert not missing and not extra, (
         f"lines PyFlink printed and lockgate did not: {sorted(missing.elements())[:20]}\n"
