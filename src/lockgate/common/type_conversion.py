@@ -7,8 +7,8 @@ that round trip once per operator, without the bytes (``Types.ROW_NAMED`` gives 
 with those field names, ``Types.FLOAT`` a float of single precision, ...), and the subtask
 applies it where PyFlink would (``runtime.taskexecutor.subtask``). ``source_converter`` is
 its form for source elements, ``print_formatter`` what PyFlink's ``print()`` writes for a
-declared type: ``(a,1)`` for a tuple, ``+I[a,1]`` for a row, ``true``, ``1.0E7``, ``null``
-(``java_formatter``: Java's ``toString``).
+declared type: ``(a,1)`` for a tuple, ``+I[a,1]`` for a row (its own kind: ``-D[a,1]`` for a
+row of kind DELETE), ``true``, ``1.0E7``, ``null`` (``java_formatter``: Java's ``toString``).
 
 All are built once per type; ``PICKLED_BYTE_ARRAY`` (or no type) has none: records stay
 as the function returned them and print as ``str()``.
@@ -39,7 +39,7 @@ from lockgate.common.typeinfo import (
     TupleTypeInfo,
     TypeInformation,
 )
-from lockgate.common.types import Row, RowKind
+from lockgate.common.types import Row, _row
 
 Converter = Callable[[Any], Any]
 Formatter = Callable[[Any], str]
@@ -198,20 +198,23 @@ def _row_converter(type_info: RowTypeInfo) -> Converter:
     def row(value: Any) -> Any:
         if not isinstance(value, Row):
             raise _mismatch(type_info, value, "a Row is needed: return Row(...)")
-        if value._fields and value._fields != names:
-            missing = [name for name in names if name not in value._fields]
+        fields, values = value._fields, value._values
+        if fields is not None and fields != names:
+            missing = [name for name in names if name not in fields]
             if missing:
                 raise _mismatch(type_info, value, f"no field {', '.join(missing)}")
-            value = value.get_fields_by_names(list(names))
-        elif len(value) != arity:
-            raise _mismatch(type_info, value, f"{len(value)} fields, the type has {arity}")
-        fields = tuple(
-            None if field is None else convert(field)
-            for convert, field in zip(converters, value, strict=True)
+            values = value.get_fields_by_names(names)
+        elif len(values) != arity:
+            raise _mismatch(type_info, value, f"{len(values)} fields, the type has {arity}")
+        # the coder keeps the row's kind and gives it the type's field names
+        return _row(
+            (
+                None if field is None else convert(field)
+                for convert, field in zip(converters, values, strict=True)
+            ),
+            names,
+            value._row_kind.value,
         )
-        out = tuple.__new__(Row, fields)
-        out._fields = names
-        return out
 
     return row
 
@@ -221,7 +224,7 @@ def _tuple_converter(type_info: TupleTypeInfo) -> Converter:
     arity = len(converters)
 
     def tuple_(value: Any) -> Any:
-        if not isinstance(value, tuple) or isinstance(value, Row):
+        if not isinstance(value, tuple):
             raise _mismatch(type_info, value, "a tuple is needed")
         if len(value) != arity:
             raise _mismatch(type_info, value, f"{len(value)} fields, the type has {arity}")
@@ -265,7 +268,7 @@ def source_converter(type_info: TypeInformation | None) -> Converter | None:
         to_row = convert
 
         def row(value: Any) -> Any:
-            if isinstance(value, tuple | list) and not isinstance(value, Row):
+            if isinstance(value, tuple | list):
                 value = Row(*value)
             return to_row(value)
 
@@ -284,13 +287,13 @@ def source_converter(type_info: TypeInformation | None) -> Converter | None:
 
 
 def print_formatter(type_info: TypeInformation | None) -> Formatter | None:
-    """How PyFlink's ``print()`` writes a record of ``type_info``: a row as
-    ``+I[a,1]``, its fields by Python's ``str`` (PyFlink formats rows in Python before they
-    reach Java's print), anything else by ``java_formatter``."""
+    """How PyFlink's ``print()`` writes a record of ``type_info``: a row as ``+I[a,1]``
+    (its kind, then its fields by Python's ``str``: PyFlink formats rows in Python before
+    they reach Java's print), anything else by ``java_formatter``."""
     if isinstance(type_info, RowTypeInfo):
 
         def row(value: Any) -> str:
-            return f"{RowKind.INSERT}[{','.join(str(field) for field in value)}]"
+            return f"{value.get_row_kind()}[{','.join(str(field) for field in value)}]"
 
         return row
     return java_formatter(type_info)
@@ -310,7 +313,7 @@ def _formatter(type_info: TypeInformation) -> Formatter:
 
         def row(value: Any) -> str:
             inner = ", ".join(_or_null(f, v) for f, v in zip(fields, value, strict=True))
-            return f"{RowKind.INSERT}[{inner}]"
+            return f"{value.get_row_kind()}[{inner}]"
 
         return row
     if isinstance(type_info, TupleTypeInfo):

@@ -736,7 +736,7 @@ class FieldAggregator:
         self.position = position
 
     def _field(self, value: Any) -> Any:
-        if isinstance(value, tuple | list):
+        if isinstance(value, tuple | list | Row):
             position = self.position
             if isinstance(position, str):
                 if not isinstance(value, Row):
@@ -766,17 +766,13 @@ class FieldAggregator:
             updated[self.position] = field  # type: ignore[index]
             return updated
         if isinstance(record, Row):
-            # a name reaches here only for a Row with field names: _field() checked value1
-            index = (
-                record._fields.index(self.position)  # type: ignore[union-attr]
-                if isinstance(self.position, str)
-                else (self.position)
-            )
-            values = list(record)
-            values[index] = field
-            if record._fields:
-                return Row(**dict(zip(record._fields, values, strict=True)))
-            return Row(*values)
+            # a copy of the Row, its names and its kind, with the field replaced (a name
+            # reaches here only for a Row with field names: _field() checked value1)
+            row = Row.of_kind(record.get_row_kind(), *record)
+            if record._fields is not None:
+                row.set_field_names(record._fields)
+            row[self.position] = field
+            return row
         if isinstance(record, tuple):
             values = list(record)
             values[self.position] = field  # type: ignore[index]

@@ -24,6 +24,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any
 
+from lockgate.common.types import Row, _row
 from lockgate.state.key_hash import IDENTITY_EQ
 
 _NONE = 0
@@ -42,6 +43,7 @@ _TIME = 12  # naive: microseconds since midnight, >q
 _TIMEDELTA = 13  # days, seconds, microseconds as normalized by timedelta, >iII
 _ENUM = 14  # "module:qualname" of the class (length-prefixed UTF-8), then the value's encoding
 _NAMED_TUPLE = 15  # "module:qualname" of a named tuple class, then its fields as a tuple
+_ROW = 16  # a Row: its kind's value (a byte), its field names (a tuple, or None), its values
 
 _INT64 = struct.Struct(">q")
 _FLOAT64 = struct.Struct(">d")
@@ -160,11 +162,17 @@ def _encode(key: Any, out: bytearray, pickle_ok: bool) -> None:
 
 def _encode_other(key: Any, out: bytearray, pickle_ok: bool) -> None:
     """Subclasses and value types that equal other types' values, as ``key_hash`` sees them:
-    an IntEnum is its int, a Row its tuple, Decimal('7') is 7, aware datetimes one instant.
+    an IntEnum is its int, Decimal('7') is 7, aware datetimes one instant. A Row (equal only
+    to a Row) keeps its names and kind, so that it decodes as the Row it was.
     Dates and times match their exact types only: a subclass may hold more (a pandas
     Timestamp's nanoseconds) and must decode as itself."""
     kind = type(key)
-    if isinstance(key, tuple):
+    if isinstance(key, Row):
+        out.append(_ROW)
+        out.append(key.get_row_kind().value)
+        _encode(key._fields, out, pickle_ok)
+        _encode(tuple(key), out, pickle_ok)
+    elif isinstance(key, tuple):
         _encode(tuple(key), out, pickle_ok)
     elif isinstance(key, int):
         _encode_int(int(key), out)
@@ -280,6 +288,11 @@ def _decode(data: memoryview, pos: int) -> tuple[Any, int]:
             item, pos = _decode(data, pos)
             items.append(item)
         return tuple(items), pos
+    if tag == _ROW:
+        kind = data[pos]
+        names, pos = _decode(data, pos + 1)
+        values, pos = _decode(data, pos)
+        return _row(values, names, kind), pos
     if tag in _CLOCK_WIDTHS:
         return _decode_clock(tag, data, pos), pos + _CLOCK_WIDTHS[tag]
     (length,) = _LENGTH.unpack_from(data, pos)

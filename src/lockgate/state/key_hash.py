@@ -18,6 +18,8 @@ from decimal import Decimal
 from enum import Enum, Flag
 from typing import Any
 
+from lockgate.common.types import Row
+
 _INT_MIN = -(1 << 31)
 _INT_MAX = (1 << 31) - 1
 _MASK32 = 0xFFFFFFFF
@@ -71,7 +73,7 @@ def stable_key_hash(key: Any) -> int:
         return _to_int32(zlib.crc32(struct.pack(">d", key), _SEED_FLOAT))
     if key is None:
         raise ValueError("a key selector returned None; keys must not be null (as in Flink)")
-    if isinstance(key, tuple):  # Row, named tuples
+    if isinstance(key, tuple | Row):  # named tuples; a Row hashes as the tuple of its values
         return stable_key_hash(tuple(key))
     if isinstance(key, int):  # int subclasses such as IntEnum
         return _int_hash(int(key))

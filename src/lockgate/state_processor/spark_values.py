@@ -1,8 +1,8 @@
 """State values as Spark takes them, and Spark's values as state holds them.
 
 Spark infers a struct from a tuple (fields ``_1``, ``_2``, ...), a named tuple or a
-``pyspark.sql.Row``; lockgate's ``Row`` is a tuple whose names Spark cannot see, so it
-becomes a Spark ``Row`` with its names (or a plain tuple without). Back from Spark, a struct
+``pyspark.sql.Row``; lockgate's ``Row`` is none of these, so it becomes a Spark ``Row``
+with its names (or a plain tuple without). Back from Spark, a struct
 is a ``pyspark.sql.Row``: one with Spark's tuple names (``_1``, ...) or Flink's (``f0``,
 ..., as a ``Types.TUPLE`` column is read) becomes a tuple again, another a lockgate ``Row``
 with its names, and binary values (``bytearray``) become ``bytes``, so that a key read from
@@ -38,8 +38,8 @@ def to_spark(value: Any) -> Any:
     if kind is dict:
         return {to_spark(k): to_spark(v) for k, v in value.items()}
     if isinstance(value, Row):
-        names = object.__getattribute__(value, "_fields")
-        if names:
+        names = value._fields
+        if names is not None:
             return SparkRow(**{n: to_spark(v) for n, v in zip(names, value, strict=True)})
         return tuple(to_spark(v) for v in value)
     if isinstance(value, tuple) and hasattr(value, "_asdict") and not isinstance(value, SparkRow):

@@ -14,7 +14,7 @@ from lockgate.common.type_conversion import (
     record_converter,
 )
 from lockgate.common.typeinfo import LocalTimeTypeInfo, Types
-from lockgate.common.types import Row
+from lockgate.common.types import Row, RowKind
 from lockgate.datastream import StreamExecutionEnvironment
 
 WORD_COUNT = Types.ROW_NAMED(["word", "count"], [Types.STRING(), Types.INT()])
@@ -44,6 +44,23 @@ def test_a_named_row_is_read_by_the_types_field_names():
     row = convert(WORD_COUNT, Row(count=5, word="and"))
     assert tuple(row) == ("and", 5)
     assert row._fields == ("word", "count")
+
+
+def test_a_row_keeps_its_kind_and_is_a_new_row():
+    """PyFlink's coder writes the kind with the row and reads back a new Row."""
+    for kind in RowKind:
+        given = Row.of_kind(kind, "and", 5)
+        row = convert(WORD_COUNT, given)
+        assert row.get_row_kind() is kind
+        assert row == Row.of_kind(kind, word="and", count=5)
+        assert row is not given
+    row[1] = 6  # the converted row is the next operator's: changing it leaves the given one
+    assert given[1] == 5
+
+
+def test_a_row_is_not_a_tuple_to_a_tuple_type():
+    with pytest.raises(RecordTypeError, match="a tuple is needed"):
+        convert(Types.TUPLE([Types.STRING(), Types.INT()]), Row("and", 5))
 
 
 def test_row_without_names_gets_flinks_default_names():
@@ -78,7 +95,7 @@ def test_primitives():
 def test_map_list_and_nested():
     nested = Types.MAP(Types.STRING(), Types.LIST(Types.ROW_NAMED(["x"], [Types.DOUBLE()])))
     value = convert(nested, {"k": [Row(1), None], "e": None})
-    assert value == {"k": [(1.0,), None], "e": None}
+    assert value == {"k": [Row(x=1.0), None], "e": None}
     assert value["k"][0].x == 1.0
     assert convert(Types.PRIMITIVE_ARRAY(Types.BYTE()), b"\x01") == b"\x01"
     assert convert(Types.BASIC_ARRAY(Types.INT()), (1, 2)) == [1, 2]
@@ -98,7 +115,7 @@ def test_map_list_and_nested():
         (
             WORD_COUNT,
             Row("and", 5, 6),
-            "Row value Row('and', 5, 6) does not match type RowTypeInfo(word: String, count: "
+            "Row value <Row('and', 5, 6)> does not match type RowTypeInfo(word: String, count: "
             "Integer) (3 fields, the type has 2)",
         ),
         (
@@ -141,6 +158,10 @@ def test_tuple_prints_as_javas_tuple():
 def test_row_prints_with_its_row_kind():
     assert show(WORD_COUNT, Row("And", 5)) == "+I[And, 5]"
     assert show(WORD_COUNT, Row("And", None)) == "+I[And, null]"
+    shown = [show(WORD_COUNT, Row.of_kind(kind, "And", 5)) for kind in RowKind]
+    assert shown == ["+I[And, 5]", "-U[And, 5]", "+U[And, 5]", "-D[And, 5]"]
+    nested = Types.ROW([Types.ROW([Types.INT()])])
+    assert show(nested, Row(Row.of_kind(RowKind.DELETE, 1))) == "+I[-D[1]]"
 
 
 def test_basic_types_print_as_java():

@@ -7,7 +7,7 @@ from functools import reduce
 
 import pytest
 
-from lockgate.common import Row
+from lockgate.common import Row, RowKind
 from lockgate.datastream.data_stream import FieldAggregator
 from lockgate.runtime.taskexecutor.context import RecordTimestamp
 from lockgate.runtime.taskexecutor.operators import OperatorContext, OperatorSpec
@@ -129,8 +129,21 @@ def test_min_by_max_by_on_named_rows_by_name():
     assert final("max_by", "v", rows) is rows[2]
 
 
+def test_a_field_named_like_a_tuple_method_and_the_first_rows_kind():
+    """``count`` and ``index`` are fields of a Row, not methods; the result keeps the kind
+    of the accumulated row, as PyFlink's in-place update does."""
+    first = Row.of_kind(RowKind.UPDATE_AFTER, word="a", count=1, index=0)
+    rows = [first, Row(word="a", count=2, index=7)]
+    by_count = final("sum", "count", rows)
+    assert (by_count.count, by_count.index) == (3, 0)
+    by_index = final("sum", "index", rows)
+    assert (by_index.count, by_index.index) == (1, 7)
+    assert by_count.get_row_kind() is by_index.get_row_kind() is RowKind.UPDATE_AFTER
+    assert repr(by_count) == "Row(word='a', count=3, index=0)"
+
+
 def test_unknown_field_name_on_a_row_fails():
-    with pytest.raises(KeyError, match="nope"):
+    with pytest.raises(ValueError, match="nope"):  # as PyFlink's Row["nope"]
         FieldAggregator("sum", "nope").reduce(Row(k="a", v=1), Row(k="a", v=2))
 
 

@@ -8,6 +8,7 @@ import pytest
 from keyed_backends import HEAP, ROCKSDB, AverageAgg, BackendFactory
 
 from lockgate.common.time import Duration
+from lockgate.common.types import Row
 from lockgate.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -24,7 +25,8 @@ from lockgate.state.key_hash import stable_key_hash
 
 MAX_P = 128
 ALL = KeyGroupRange(0, MAX_P - 1)
-KEYS = ["a", "b", 7, (1, "x"), 2.5, b"raw"]
+# a Row is another key than its tuple, and comes back as the Row it was
+KEYS = ["a", "b", 7, (1, "x"), 2.5, b"raw", Row(1, "x"), Row(user="u", n=2)]
 NOW = 1_000_000
 
 
@@ -171,6 +173,9 @@ def test_state_moves_between_backends(factories, source_kind, target_kind):
     target.ns_ctx.group = group_of(key)
     target.ns_ctx.key = (key, TimeWindow(10, 20))
     assert lists.get() == [3]
+    for n, row in enumerate(KEYS[6:], start=6):
+        target.set_current_key(group_of(row), row)
+        assert value.value() == {"n": n}
     due = list(target.timer_queue("timers").poll_due(9))
     assert sorted((t[0], str(t[2])) for t in due) == sorted((9, str(k)) for k in KEYS)
 

@@ -14,7 +14,7 @@ from enum import Enum, Flag, IntEnum, auto
 
 import pytest
 
-from lockgate.common import Row
+from lockgate.common import Row, RowKind
 from lockgate.state.key_codec import (
     NonPortableKeyError,
     decode_key,
@@ -160,7 +160,8 @@ def test_round_trip(key):
         (timedelta(microseconds=-1), timedelta(days=-1, seconds=86_399, microseconds=999_999)),
         (Suit.HEARTS, Suit.ALIAS, Suit(1)),
         (Perm.R | Perm.W, Perm(3)),
-        ((Suit.SPADES, date(2020, 1, 1)), Row(Suit.SPADES, date(2020, 1, 1))),
+        (Row(1, "a"), Row(1.0, "a"), Row(True, "a")),
+        (Row(k=1, v=(2, "x")), Row(k=1.0, v=(2.0, "x"))),
     ],
     ids=repr,
 )
@@ -197,14 +198,35 @@ def test_int_and_str_enums_stay_their_values():
 
 @pytest.mark.parametrize(
     "row",
-    [Row(date(2020, 1, 1), Suit.PAIR), Row(k=timedelta(3), v=(time(4), Perm.W)), Row()],
+    [
+        Row(date(2020, 1, 1), Suit.PAIR),
+        Row(k=timedelta(3), v=(time(4), Perm.W)),
+        Row(),
+        Row(a=1, nested=Row(b="x")),
+        Row.of_kind(RowKind.UPDATE_BEFORE, 1, "a"),
+    ],
     ids=repr,
 )
-def test_rows_encode_as_their_tuples(row):
-    data = encode_key(row)
-    assert data == encode_key(tuple(row))
-    assert decode_key(data) == row
-    assert type(decode_key(data)) is tuple
+def test_rows_decode_as_the_rows_they_were(row):
+    """A Row key comes back a Row, with its names and kind (a restored heap backend finds its
+    state by it: a Row is not equal to its tuple)."""
+    decoded = decode_key(encode_key(row))
+    assert type(decoded) is Row
+    assert decoded == row
+    assert repr(decoded) == repr(row)
+    assert decoded.get_row_kind() is row.get_row_kind()
+
+
+def test_a_row_its_tuple_and_rows_of_other_names_or_kinds_are_distinct_keys():
+    keys = [
+        Row(1, "a"),
+        (1, "a"),
+        Row(k=1, v="a"),
+        Row(v=1, k="a"),
+        Row.of_kind(RowKind.DELETE, 1, "a"),
+    ]
+    assert len({encode_key(key) for key in keys}) == len(keys)
+    assert len(set(keys)) == len(keys)  # as Python's dicts see them
 
 
 def test_integral_floats_and_bools_decode_as_ints():

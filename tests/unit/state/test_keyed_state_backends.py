@@ -491,7 +491,7 @@ EQUAL_KEYS = {
     "int-enum": (Color.RED, 1),
     "str-enum": (Flavor.SWEET, "sweet"),
     "namedtuple": (Point(1, 2), (1, 2)),
-    "row": (Row("a", 1), ("a", 1)),
+    "row": (Row("a", 1), Row("a", 1.0)),
     "aware-datetimes": (
         datetime(2026, 1, 1, 12, tzinfo=UTC),
         datetime(2026, 1, 1, 13, tzinfo=timezone(timedelta(hours=1))),

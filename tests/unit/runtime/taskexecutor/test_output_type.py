@@ -10,7 +10,7 @@ import pytest
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.type_conversion import record_converter
 from lockgate.common.typeinfo import Types
-from lockgate.common.types import Row
+from lockgate.common.types import Row, RowKind
 from lockgate.datastream import StreamExecutionEnvironment
 from lockgate.graph.job_graph import StreamEdge, build_job_graph
 from lockgate.graph.transformations import FORWARD, stream_type
@@ -91,6 +91,9 @@ def test_a_record_not_of_the_declared_type_fails_naming_the_operator():
         (PAIR, Row("a", 1), "+I[a,1]"),
         (Types.ROW([Types.DOUBLE(), Types.BOOLEAN()]), Row(1e7, None), "+I[10000000.0,None]"),
         (Types.TUPLE([PAIR, Types.DOUBLE()]), (Row("a", 1), 1e7), "(+I[a, 1],1.0E7)"),
+        # a row prints its own kind, at the top (PyFlink) as inside (Java's Row.toString)
+        (PAIR, Row.of_kind(RowKind.UPDATE_BEFORE, "a", 1), "-U[a,1]"),
+        (Types.TUPLE([PAIR]), (Row.of_kind(RowKind.DELETE, "a", 1),), "(-D[a, 1])"),
         (Types.BOOLEAN(), True, "true"),
     ],
 )
@@ -143,7 +146,7 @@ def test_side_outputs_are_converted_to_their_tags_type_and_main_to_its_own():
         operator.process(value)
     assert to_typed.values == [("x", 0.10000000149011612)]  # FLOAT: single precision
     assert to_plain.values == [["y", 3]]  # no type: as yielded
-    assert main.values == [Row("m", 1)]
+    assert main.values == [Row(word="m", n=1)]  # converted to PAIR: named
     with pytest.raises(UserFunctionError, match="failed in the type_info of OutputTag 'typed'"):
         operator.process((typed, ("x", "not a float")))
 
