@@ -207,14 +207,11 @@ def _row_converter(type_info: RowTypeInfo) -> Converter:
         elif len(values) != arity:
             raise _mismatch(type_info, value, f"{len(values)} fields, the type has {arity}")
         # the coder keeps the row's kind and gives it the type's field names
-        return _row(
-            (
-                None if field is None else convert(field)
-                for convert, field in zip(converters, values, strict=True)
-            ),
-            names,
-            value._row_kind.value,
-        )
+        converted = [
+            None if field is None else convert(field)
+            for convert, field in zip(converters, values, strict=True)
+        ]
+        return _row(converted, names, value._row_kind)
 
     return row
 

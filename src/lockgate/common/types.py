@@ -26,7 +26,6 @@ class RowKind(Enum):
 
 
 _SHORT_KINDS = ("+I", "-U", "+U", "-D")
-_KINDS = tuple(RowKind)  # by value
 _INTERNALS = frozenset(("_values", "_fields", "_row_kind"))
 
 
@@ -96,7 +95,7 @@ class Row:
                 f"cannot make a Row of {self!r} from {args!r}: at most {len(self._values)} "
                 "values expected"
             )
-        return _row(args, tuple(self._values), self._row_kind.value)
+        return _row(list(args), tuple(self._values), self._row_kind)
 
     def __getitem__(self, item: SupportsIndex | slice | str) -> Any:
         if not isinstance(item, str):
@@ -149,8 +148,8 @@ class Row:
     def __iter__(self) -> Iterator[Any]:
         return iter(self._values)
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self) or not isinstance(other, Row):
+    def __eq__(self, other: Any) -> bool:
+        if type(other) is not type(self):
             return NotImplemented
         if self._row_kind is not other._row_kind:
             return False
@@ -166,12 +165,13 @@ class Row:
         return hash(tuple(self._values))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        kind = self._row_kind.value
-        if kind:
-            return _row, (tuple(self._values), self._fields, kind)
+        # the least that rebuilds it: records and state values are pickled one by one
+        kind = self._row_kind
+        if kind is not RowKind.INSERT:
+            return _row, (list(self._values), self._fields, kind)
         if self._fields is None:
-            return _row, (tuple(self._values),)
-        return _row, (tuple(self._values), self._fields)
+            return _row, (list(self._values),)
+        return _row, (list(self._values), self._fields)
 
     def __repr__(self) -> str:
         if self._fields is None:
@@ -187,16 +187,18 @@ _set_kind: Callable[[Row, RowKind], None] = vars(Row)["_row_kind"].__set__
 _new = object.__new__
 
 
-def _row(values: Iterable[Any], fields: tuple[Any, ...] | None = None, kind: int = 0) -> Row:
-    """A Row of ``values``, named by ``fields`` when given, of the kind valued ``kind``.
+def _row(
+    values: list[Any], fields: tuple[Any, ...] | None = None, kind: RowKind = RowKind.INSERT
+) -> Row:
+    """A Row holding the list ``values`` (not a copy), named by ``fields`` when given.
 
     Pickled Rows (records, state values, checkpoints) are rebuilt by this function, found by
     its name: it keeps its name and signature.
     """
     row = _new(Row)
-    _set_values(row, list(values))
+    _set_values(row, values)
     _set_fields(row, fields)
-    _set_kind(row, _KINDS[kind])
+    _set_kind(row, kind)
     return row
 
 

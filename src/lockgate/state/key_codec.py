@@ -24,7 +24,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any
 
-from lockgate.common.types import Row, _row
+from lockgate.common.types import Row, RowKind, _row
 from lockgate.state.key_hash import IDENTITY_EQ
 
 _NONE = 0
@@ -292,7 +292,7 @@ def _decode(data: memoryview, pos: int) -> tuple[Any, int]:
         kind = data[pos]
         names, pos = _decode(data, pos + 1)
         values, pos = _decode(data, pos)
-        return _row(values, names, kind), pos
+        return _row(list(values), names, RowKind(kind)), pos
     if tag in _CLOCK_WIDTHS:
         return _decode_clock(tag, data, pos), pos + _CLOCK_WIDTHS[tag]
     (length,) = _LENGTH.unpack_from(data, pos)
