@@ -6,7 +6,7 @@ and what ``print()`` writes for the typed stream."""
 import datetime
 import decimal
 
-from pyflink.common import Row, Types
+from pyflink.common import Row, RowKind, Types
 from pyflink.datastream import StreamExecutionEnvironment
 
 # Plain values only: the functions below carry them to the workers (PyFlink's types hold
@@ -17,6 +17,7 @@ VALUES = {
     "row": Row(1, True),
     "row_nested": Row(Row(1), ["x"]),
     "row_null": Row(None, None),
+    "row_kind": Row.of_kind(RowKind.UPDATE_BEFORE, "x"),
     "tuple": ("k", 5),
     "tuple_nested": ((1, 0.1), "z"),
     "map": {"a": 1, "b": 2},
@@ -45,6 +46,7 @@ def declared_types():
         ("row", Types.ROW([Types.DOUBLE(), Types.BOOLEAN()])),
         ("row_nested", Types.ROW([Types.ROW([Types.INT()]), Types.LIST(Types.STRING())])),
         ("row_null", Types.ROW([Types.INT(), Types.STRING()])),
+        ("row_kind", Types.ROW_NAMED(["a"], [Types.STRING()])),
         ("tuple", Types.TUPLE([Types.STRING(), Types.LONG()])),
         ("tuple_nested", Types.TUPLE([Types.TUPLE([Types.INT(), Types.FLOAT()]), Types.STRING()])),
         ("map", Types.MAP(Types.STRING(), Types.INT())),
