@@ -18,6 +18,7 @@ from lockgate.graph.transformations import (
     REBALANCE,
     Partitioning,
     Transformation,
+    common_type,
     stream_type,
 )
 from lockgate.state.key_groups import check_parallelism, default_max_parallelism
@@ -62,13 +63,14 @@ class StreamNode:
     def input_type(self) -> Any:
         """The declared type information of the records it receives, when all its inputs
         declare the same (None: none declared)."""
-        types = [
-            edge.side_output_type
-            if edge.output_tag is not None
-            else stream_type(edge.source.transformation)
-            for edge in self.inputs
-        ]
-        return types[0] if types and all(t == types[0] for t in types) else None
+        return common_type(
+            [
+                edge.side_output_type
+                if edge.output_tag is not None
+                else stream_type(edge.source.transformation)
+                for edge in self.inputs
+            ]
+        )
 
 
 @dataclass(eq=False)

@@ -70,6 +70,11 @@ def stream_type(t: Transformation) -> Any:
     if t.kind == "partition" or t.preserves_type:
         return stream_type(t.inputs[0])
     if t.kind == "union":
-        types = [stream_type(branch) for branch in t.inputs]
-        return types[0] if all(u == types[0] for u in types) else None
+        return common_type([stream_type(branch) for branch in t.inputs])
     return None
+
+
+def common_type(types: list[Any]) -> Any:
+    """The type information all of ``types`` declare (None: they differ, or there are none):
+    a union, or an operator's inputs, have a type only when every input has the same."""
+    return types[0] if types and all(t == types[0] for t in types) else None
