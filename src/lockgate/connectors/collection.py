@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lockgate.connectors.offset_splits import OffsetSplitEnumerator, contiguous_chunks
+from lockgate.connectors.offset_splits import ContiguousSplitEnumerator
 from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
 
@@ -35,7 +35,7 @@ class CollectionSource(Source):
         progress[assignment.split] = SplitProgress(end, assignment.last)
 
 
-class CollectionEnumerator(OffsetSplitEnumerator):
+class CollectionEnumerator(ContiguousSplitEnumerator):
     """Split i is the i-th of as many contiguous chunks of the collection as the source had
     subtasks when it started; its position is an offset."""
 
@@ -43,13 +43,7 @@ class CollectionEnumerator(OffsetSplitEnumerator):
 
     def __init__(self, collection: list[Any], parallelism: int):
         self.collection = collection
-        super().__init__(*contiguous_chunks(len(collection), parallelism), parallelism)
-
-    def splits_for(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
-        # A snapshot of another parallelism has that many chunks: read on from them
-        if 0 < count != len(self.ends):
-            return contiguous_chunks(len(self.collection), count)
-        return self.starts, self.ends
+        super().__init__(len(collection), parallelism)
 
     def payload(self, assignment: SplitAssignment) -> list[Any]:
         return self.collection[assignment.start : assignment.start + assignment.max_records]

@@ -111,6 +111,21 @@ class OffsetSplitEnumerator(SplitEnumerator):
         return self.starts, self.ends
 
 
+class ContiguousSplitEnumerator(OffsetSplitEnumerator):
+    """Split i is the i-th of as many contiguous ranges of ``size`` records (indexes or
+    offsets) as the source had subtasks when it started; its position is an offset."""
+
+    def __init__(self, size: int, parallelism: int):
+        self.size = size
+        super().__init__(*contiguous_chunks(size, parallelism), parallelism)
+
+    def splits_for(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
+        # A snapshot of another parallelism has that many ranges: read on from them
+        if 0 < count != len(self.ends):
+            return contiguous_chunks(self.size, count)
+        return self.starts, self.ends
+
+
 def contiguous_chunks(size: int, count: int) -> tuple[dict[str, int], dict[str, int]]:
     """Starts and ends of ``count`` contiguous chunks of ``size`` records, by split id."""
     bounds = [size * i // count for i in range(count + 1)]

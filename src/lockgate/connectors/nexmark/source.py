@@ -15,7 +15,7 @@ from typing import Any
 from lockgate.common.time import Duration
 from lockgate.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from lockgate.connectors.nexmark.generator import NexmarkConfig, NexmarkGenerator
-from lockgate.connectors.offset_splits import OffsetSplitEnumerator, contiguous_chunks
+from lockgate.connectors.offset_splits import ContiguousSplitEnumerator
 from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
 
@@ -58,17 +58,8 @@ class EventTime(TimestampAssigner):
         return int(value.date_time)
 
 
-class NexmarkEnumerator(OffsetSplitEnumerator):
+class NexmarkEnumerator(ContiguousSplitEnumerator):
     """Split i is the i-th of as many contiguous index ranges as the source had subtasks
     when it started; its position is the next event's index."""
 
     source_name = "nexmark"
-
-    def __init__(self, events: int, parallelism: int):
-        self.events = events
-        super().__init__(*contiguous_chunks(events, parallelism), parallelism)
-
-    def splits_for(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
-        if 0 < count != len(self.ends):
-            return contiguous_chunks(self.events, count)
-        return self.starts, self.ends
