@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from pickle import HIGHEST_PROTOCOL, dumps
+from random import Random
 from typing import Any
 
 from lockgate.runtime.task_deployment import BatchBounds
@@ -75,6 +76,20 @@ class ChannelWriter(Operator):
         self.timestamps[buffer_index] = []
         return buffer, timestamps
 
+    def _append(self, target: int, value: Any) -> None:
+        """Buffer ``value`` for the ``target`` subtask, flushing the batch it would overfill."""
+        data = dumps(value, HIGHEST_PROTOCOL)
+        size = self.sizes[target] + len(data)
+        buffer = self.buffers[target]
+        if size > self.max_bytes or len(buffer) >= self.max_records:
+            self.flush(target)
+            buffer = self.buffers[target]
+            size = len(data)
+        buffer.append(data)
+        self.sizes[target] = size
+        if self.timestamps is not None:
+            self.timestamps[target].append(self.record.value)
+
     def flush(self, buffer_index: int) -> None:
         if self.buffers[buffer_index]:
             batch = dumps(self.contents(buffer_index), HIGHEST_PROTOCOL)
@@ -105,17 +120,7 @@ class ForwardWriter(ChannelWriter):
         return (self.ctx.index,)
 
     def process(self, value: Any) -> None:
-        data = dumps(value, HIGHEST_PROTOCOL)
-        size = self.sizes[0] + len(data)
-        buffer = self.buffers[0]
-        if size > self.max_bytes or len(buffer) >= self.max_records:
-            self.flush(0)
-            buffer = self.buffers[0]
-            size = len(data)
-        buffer.append(data)
-        self.sizes[0] = size
-        if self.timestamps is not None:
-            self.timestamps[0].append(self.record.value)
+        self._append(0, value)
 
 
 class BroadcastWriter(ForwardWriter):
@@ -154,21 +159,76 @@ class RebalanceWriter(ChannelWriter):
     def process(self, value: Any) -> None:
         target = self.next_target
         self.next_target = (target + 1) % self.targets
-        data = dumps(value, HIGHEST_PROTOCOL)
-        size = self.sizes[target] + len(data)
-        buffer = self.buffers[target]
-        if size > self.max_bytes or len(buffer) >= self.max_records:
-            self.flush(target)
-            buffer = self.buffers[target]
-            size = len(data)
-        buffer.append(data)
-        self.sizes[target] = size
-        if self.timestamps is not None:
-            self.timestamps[target].append(self.record.value)
+        self._append(target, value)
 
     def end_channels(self, end: ChannelEnd) -> None:
         super().end_channels(end)
         self.next_target = self.ctx.index % self.targets
+
+
+def rescale_receivers(index: int, senders: int, receivers: int) -> range:
+    """The subtasks sending subtask ``index`` of ``senders`` reaches through a rescale edge
+    to ``receivers`` subtasks: Flink's pointwise pattern. With fewer receivers, each takes a
+    contiguous block of senders; with more, each sender feeds a contiguous block of them."""
+    if senders >= receivers:
+        target = next(j for j in range(receivers) if index < (j + 1) * senders // receivers)
+        return range(target, target + 1)
+    start = (index * receivers + senders - 1) // senders
+    return range(start, ((index + 1) * receivers + senders - 1) // senders)
+
+
+class RescaleWriter(ChannelWriter):
+    """Round-robin over this subtask's block of the targets (``rescale_receivers``),
+    starting at the block's first subtask each epoch. End-of-epoch markers still go to
+    every target, which expects one from every sender of a non-forward edge."""
+
+    def __init__(
+        self,
+        ctx: OperatorContext,
+        edge_id: int,
+        senders: int,
+        targets: int,
+        bounds: BatchBounds,
+        timestamped: bool,
+    ):
+        super().__init__(ctx, edge_id, targets, bounds, timestamped)
+        self.receivers = rescale_receivers(ctx.index, senders, targets)
+        self.position = 0
+
+    def process(self, value: Any) -> None:
+        position = self.position
+        self.position = (position + 1) % len(self.receivers)
+        self._append(self.receivers[position], value)
+
+    def end_channels(self, end: ChannelEnd) -> None:
+        super().end_channels(end)
+        self.position = 0
+
+
+class ShuffleWriter(ChannelWriter):
+    """A uniformly random target per record (Flink's shuffle), drawn from a generator
+    seeded by the edge, the subtask and the epoch: a retried subtask sends every record
+    where the first attempt sent it."""
+
+    def __init__(
+        self,
+        ctx: OperatorContext,
+        edge_id: int,
+        targets: int,
+        bounds: BatchBounds,
+        timestamped: bool,
+    ):
+        super().__init__(ctx, edge_id, targets, bounds, timestamped)
+        self.random: Random | None = None  # seeded at the epoch's first record
+
+    def process(self, value: Any) -> None:
+        if self.random is None:
+            self.random = Random(f"{self.edge_id}/{self.ctx.index}/{self.ctx.epoch}")
+        self._append(self.random.randrange(self.targets), value)
+
+    def end_channels(self, end: ChannelEnd) -> None:
+        super().end_channels(end)
+        self.random = None
 
 
 # Per process: key -> key group, by max parallelism.

@@ -28,6 +28,8 @@ from lockgate.runtime.taskexecutor.channels import (
     ForwardWriter,
     KeyGroupWriter,
     RebalanceWriter,
+    RescaleWriter,
+    ShuffleWriter,
 )
 from lockgate.runtime.taskexecutor.context import RecordTimestamp, SubtaskRuntimeContext
 from lockgate.runtime.taskexecutor.operators import (
@@ -317,6 +319,17 @@ class Subtask:
             )
         if kind == "rebalance":
             return RebalanceWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
+        if kind == "rescale":
+            return RescaleWriter(
+                ctx,
+                edge.id,
+                edge.source.parallelism,
+                target.parallelism,
+                self.batch_bounds,
+                timestamped,
+            )
+        if kind == "shuffle":
+            return ShuffleWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
         if kind == "broadcast":
             return BroadcastWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
         return ForwardWriter(ctx, edge.id, self.batch_bounds, timestamped)

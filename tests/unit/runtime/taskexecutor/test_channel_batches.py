@@ -21,6 +21,9 @@ from lockgate.runtime.taskexecutor.channels import (
     ForwardWriter,
     KeyGroupWriter,
     RebalanceWriter,
+    RescaleWriter,
+    ShuffleWriter,
+    rescale_receivers,
 )
 from lockgate.runtime.taskexecutor.context import RecordTimestamp
 from lockgate.runtime.taskexecutor.operators import OperatorContext
@@ -28,7 +31,7 @@ from lockgate.runtime.taskexecutor.watermarks import LONG_MIN, ChannelEnd
 
 TARGETS = 3
 MAX_PARALLELISM = 128
-WRITERS = ["forward", "rebalance", "key_group"]
+WRITERS = ["forward", "rebalance", "key_group", "rescale", "shuffle"]
 
 
 def first(record: tuple[Any, Any]) -> Any:
@@ -46,6 +49,10 @@ def make_writer(
         return RebalanceWriter(ctx, 7, TARGETS, bounds, timestamped)
     if kind == "broadcast":
         return BroadcastWriter(ctx, 7, TARGETS, bounds, timestamped)
+    if kind == "rescale":
+        return RescaleWriter(ctx, 7, 2, TARGETS * 2, bounds, timestamped)
+    if kind == "shuffle":
+        return ShuffleWriter(ctx, 7, TARGETS, bounds, timestamped)
     return KeyGroupWriter(
         ctx, 7, TARGETS, bounds, timestamped, first, MAX_PARALLELISM, "downstream"
     )
@@ -146,12 +153,17 @@ def test_the_record_bound_still_holds_for_small_records(kind):
 def test_records_keep_their_order_within_a_target(kind):
     records = sized_records(400, 10, 3_000, seed=8)
     writer = make_writer(kind, BatchBounds(records=7, bytes=5_000))
+    shuffle_targets = random.Random("7/1/0")  # edge 7, subtask 1, epoch 0
     expected: dict[int, list[Any]] = {}
     for record in records:
         if kind == "key_group":
             target = writer.target_of[writer._key_group(record[0])]
         elif kind == "rebalance":
             target = writer.next_target
+        elif kind == "rescale":
+            target = writer.receivers[writer.position]
+        elif kind == "shuffle":
+            target = shuffle_targets.randrange(TARGETS)
         else:
             target = 1  # the sending subtask's index
         expected.setdefault(target, []).append(record)
@@ -177,6 +189,43 @@ def test_a_retried_subtask_cuts_the_same_batches(kind):
     assert batches(retry) == batches(first_attempt)
     sequences = [sequence for _, sequence, _ in batches(retry)]
     assert sequences == list(range(len(sequences)))
+
+
+@pytest.mark.parametrize(
+    ("senders", "receivers", "blocks"),
+    [
+        (2, 4, [[0, 1], [2, 3]]),  # Flink's documented example
+        (4, 2, [[0], [0], [1], [1]]),
+        (3, 3, [[0], [1], [2]]),
+        (2, 5, [[0, 1, 2], [3, 4]]),
+        (5, 2, [[0], [0], [1], [1], [1]]),
+    ],
+)
+def test_rescale_sends_each_subtask_to_its_block_of_receivers(senders, receivers, blocks):
+    assert [list(rescale_receivers(i, senders, receivers)) for i in range(senders)] == blocks
+
+
+def test_rescale_goes_round_robin_over_the_block_and_ends_every_channel():
+    ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [], RecordTimestamp())
+    writer = RescaleWriter(ctx, 7, 2, 4, BatchBounds(records=100, bytes=1 << 20), False)
+    items = feed(writer, list(range(10)))
+    received = {p: [loads(d) for d in data] for p, _, data in batches(items)}
+    assert received == {2: [0, 2, 4, 6, 8], 3: [1, 3, 5, 7, 9]}
+    markers = {target for target, _, sequence, _ in items if sequence < 0}
+    assert markers == {0, 1, 2, 3}  # every receiver expects a marker from every sender
+
+
+def test_shuffle_spreads_records_and_draws_anew_each_epoch():
+    ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [], RecordTimestamp())
+    writer = ShuffleWriter(ctx, 7, TARGETS, BatchBounds(records=10_000, bytes=1 << 30), False)
+    placements = []
+    for epoch in (1, 2):
+        ctx.epoch = epoch
+        found = batches(feed(writer, list(range(3_000))))
+        placements.append({loads(d): p for p, _, data in found for d in data})
+        counts = [len(data) for _, _, data in found]
+        assert len(counts) == TARGETS and min(counts) > 900  # about 1000 each
+    assert placements[0] != placements[1]
 
 
 def bounds_of(config: dict[str, str]) -> BatchBounds:
@@ -231,7 +280,7 @@ def test_a_timestamped_edge_carries_each_records_timestamp_beside_it(kind):
     assert stamped == {
         record: (1000 + n if n < 50 else 2000 + n - 50) for n, record in enumerate(records)
     }
-    targets = 1 if kind == "forward" else TARGETS
+    targets = 1 if kind == "forward" else writer.targets
     assert markers == [ChannelEnd(1500, False)] * targets
 
 
