@@ -205,3 +205,29 @@ def test_stream_printed_and_collected(make_env, tmp_path):
     lines = printed.read_text().splitlines()
     assert sorted(line.split("> ", 1)[1] for line in lines) == sorted(actual)
     assert {line.split("> ", 1)[0] for line in lines} == {"1", "2"}
+
+
+def test_chain_breaks_and_rescale_shuffle_forward_edges(make_env):
+    """start_new_chain and disable_chaining split the chain into tasks joined by forward
+    edges (same results); rescale sends each subtask's records to its block of the next
+    operator's subtasks; shuffle reaches every subtask; forward keeps subtask i to i."""
+    records = words_records()
+    env = make_env(parallelism=2, max_records_per_split=50)
+    broken = (
+        env.from_collection(records)
+        .set_parallelism(2)
+        .map(Triple())
+        .filter(Even())
+        .start_new_chain()
+        .flat_map(Explode())
+        .disable_chaining()
+        .map(WithSubtask())
+    )
+    rescaled = broken.rescale().map(WithSubtask()).set_parallelism(4)
+    shuffled = rescaled.shuffle().map(WithSubtask()).set_parallelism(3)
+    forwarded = shuffled.forward().map(WithSubtask()).set_parallelism(3)
+    actual = collect(forwarded)
+    assert Counter(value for _, (_, (_, (_, value))) in actual) == Counter(chain_reference(records))
+    assert all(down // 2 == up for _, (_, (down, (up, _))) in actual)  # 2 -> 4: blocks
+    assert {shuffled_at for _, (shuffled_at, _) in actual} == {0, 1, 2}
+    assert all(f == s for f, (s, _) in actual)  # forward: subtask i to subtask i

@@ -202,6 +202,14 @@ RUNTIME_MODE = ConfigOption(
     "STREAMING, BATCH or AUTOMATIC",
     "BATCH (or AUTOMATIC with bounded sources): Flink's batch semantics.",
 )
+OPERATOR_CHAINING = ConfigOption(
+    "pipeline.operator-chaining.enabled",
+    True,
+    _boolean,
+    "true or false",
+    "Operators joined by forward edges with equal parallelism run in one task; false: each "
+    "operator runs in a task of its own.",
+)
 EPOCH_MAX_RECORDS_PER_SPLIT = ConfigOption(
     "lockgate.epoch.max-records-per-split",
     1_000_000,
@@ -538,6 +546,7 @@ VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {
             PARALLELISM,
             MAX_PARALLELISM,
             RUNTIME_MODE,
+            OPERATOR_CHAINING,
             CHECKPOINT_HISTORY,
             CHECKPOINT_INTERVAL,
             CHECKPOINTING_MODE,

@@ -5,7 +5,8 @@ same ``lockgate.`` path, so a job's imports never fail; a name lockgate cannot r
 placeholder class made by :func:`unsupported`, which raises :class:`NotSupportedYetError`
 (naming the feature and what to use instead) when it is constructed, subclassed and
 constructed, or one of its attributes (``KafkaSource.builder()``, ``Semantic.EXACTLY_ONCE``)
-is used.
+is used. A PyFlink method lockgate does not support yet raises the same error through
+:func:`not_supported`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ class _UnsupportedMeta(type):
         raise _UnsupportedAttributeError(_message(cls._lockgate_name, cls._lockgate_alternative))
 
 
+def not_supported(name: str, alternative: str) -> NoReturn:
+    """Raise for PyFlink's method ``name`` (``Class.method``), which lockgate does not support
+    yet, pointing to ``alternative``: the same message as a placeholder class's."""
+    raise NotSupportedYetError(_message(name, alternative))
+
+
 def unsupported(name: str, alternative: str, module: str) -> type:
     """A placeholder class for PyFlink's ``name`` (in ``module``) that points to ``alternative``."""
     return _UnsupportedMeta(
@@ -56,4 +63,4 @@ def unsupported(name: str, alternative: str, module: str) -> type:
     )
 
 
-__all__ = ["NotSupportedYetError", "unsupported"]
+__all__ = ["NotSupportedYetError", "not_supported", "unsupported"]

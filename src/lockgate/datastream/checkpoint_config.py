@@ -7,10 +7,12 @@ Every setter is one of Flink 2.x's ``execution.checkpointing.*`` keys, so the AP
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
+from lockgate.common.time import Duration
+from lockgate.common.unsupported import not_supported
 from lockgate.datastream.checkpoint_storage import (
     CheckpointStorage,
     FileSystemCheckpointStorage,
@@ -18,6 +20,11 @@ from lockgate.datastream.checkpoint_storage import (
 )
 
 T = TypeVar("T")
+
+_ALIGNED = (
+    "lockgate.epoch.target-duration: lockgate's barriers are always aligned, and epochs "
+    "are bounded so that a barrier never waits behind a backlog"
+)
 
 
 class CheckpointingMode(Enum):
@@ -119,6 +126,47 @@ class CheckpointConfig:
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
         return self._get(options.UNALIGNED)
+
+    def disable_unaligned_checkpoints(self) -> CheckpointConfig:
+        return self.enable_unaligned_checkpoints(False)
+
+    def set_force_unaligned_checkpoints(
+        self, force_unaligned_checkpoints: bool = True
+    ) -> CheckpointConfig:
+        """Only ``False``: lockgate's checkpoints are never forced unaligned (custom
+        partitioners and iterations need no exception: every barrier is aligned)."""
+        if force_unaligned_checkpoints:
+            not_supported("CheckpointConfig.set_force_unaligned_checkpoints", _ALIGNED)
+        return self
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        return False
+
+    def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration) -> NoReturn:
+        not_supported("CheckpointConfig.set_aligned_checkpoint_timeout", _ALIGNED)
+
+    def get_aligned_checkpoint_timeout(self) -> NoReturn:
+        not_supported("CheckpointConfig.get_aligned_checkpoint_timeout", _ALIGNED)
+
+    def set_alignment_timeout(self, alignment_timeout: Duration) -> NoReturn:
+        not_supported("CheckpointConfig.set_alignment_timeout", _ALIGNED)
+
+    def get_alignment_timeout(self) -> NoReturn:
+        not_supported("CheckpointConfig.get_alignment_timeout", _ALIGNED)
+
+    def is_fail_on_checkpointing_errors(self) -> bool:
+        """Whether a failed checkpoint fails the job: no failed checkpoint is tolerated
+        (PyFlink 2 derives it from the tolerable checkpoint failure number too)."""
+        return self.get_tolerable_checkpoint_failure_number() == 0
+
+    def set_fail_on_checkpointing_errors(
+        self, fail_on_checkpointing_errors: bool
+    ) -> CheckpointConfig:
+        """True: tolerate no failed checkpoint; False: tolerate any number (as PyFlink 2,
+        through ``set_tolerable_checkpoint_failure_number``)."""
+        return self.set_tolerable_checkpoint_failure_number(
+            0 if fail_on_checkpointing_errors else 2147483647
+        )
 
     def set_num_retained_checkpoints(self, num: int) -> CheckpointConfig:
         return self._set(options.NUM_RETAINED, num)

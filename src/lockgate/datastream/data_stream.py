@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, overload
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.time import Duration
 from lockgate.common.type_conversion import declared_type
-from lockgate.common.typeinfo import TypeInformation
+from lockgate.common.typeinfo import TupleTypeInfo, TypeInformation, Types
 from lockgate.common.types import Row
+from lockgate.common.unsupported import not_supported
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.datastream.functions import (
     AggregateFunction,
@@ -38,7 +39,10 @@ from lockgate.datastream.window import (
 )
 from lockgate.graph.transformations import (
     BROADCAST,
+    FORWARD,
     REBALANCE,
+    RESCALE,
+    SHUFFLE,
     Partitioning,
     Transformation,
     stream_type,
@@ -58,6 +62,23 @@ from lockgate.state.namespaces import namespaced_kind
 
 if TYPE_CHECKING:
     from lockgate.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+
+# The alternatives named by the methods lockgate does not support yet
+UID_HASH_ALTERNATIVE = "uid(), which names the operator's state in checkpoints and savepoints"
+SINK_ALTERNATIVE = "sink_to() with a FileSink (or DiscardingSink), or print()"
+EXECUTION_CONFIG_ALTERNATIVE = (
+    "StreamExecutionEnvironment's getters and setters (get_parallelism, set_parallelism, "
+    "set_max_parallelism, ...) or get_configuration()"
+)
+BUFFER_TIMEOUT_ALTERNATIVE = (
+    "lockgate.epoch.target-duration: records cross tasks in batches within each epoch, "
+    "and every epoch ends with its channels flushed"
+)
+SLOTS_ALTERNATIVE = (
+    "Spark's settings for where tasks run (spark.executor.cores, spark.task.cpus): "
+    "lockgate's subtasks are Spark tasks, there are no slots to share"
+)
 
 
 def _check_function(function: Any, method: str, kind: str) -> Any:
@@ -224,9 +245,69 @@ class DataStream:
         inputs = [self._transformation, *(s._transformation for s in streams)]
         return DataStream(self._env, self._env._add(Transformation("union", "Union", inputs)))
 
-    def rebalance(self) -> DataStream:
-        t = Transformation("partition", "Rebalance", [self._transformation], partitioning=REBALANCE)
+    def _partition(self, name: str, partitioning: Partitioning) -> DataStream:
+        t = Transformation("partition", name, [self._transformation], partitioning=partitioning)
         return DataStream(self._env, self._env._add(t))
+
+    def rebalance(self) -> DataStream:
+        """Records go round-robin to every subtask of the next operator."""
+        return self._partition("Rebalance", REBALANCE)
+
+    def rescale(self) -> DataStream:
+        """Records go round-robin to a block of the next operator's subtasks, as in Flink:
+        with 2 subtasks sending to 4, the first sends to subtasks 0 and 1, the second to 2
+        and 3; with 4 sending to 2, subtasks 0 and 1 send to 0, subtasks 2 and 3 to 1."""
+        return self._partition("Rescale", RESCALE)
+
+    def shuffle(self) -> DataStream:
+        """Each record goes to a uniformly random subtask of the next operator (drawn
+        reproducibly: a retried epoch sends every record where the first run sent it)."""
+        return self._partition("Shuffle", SHUFFLE)
+
+    def forward(self) -> DataStream:
+        """Subtask i sends to subtask i of the next operator, which must have the same
+        parallelism: the job fails to build, before it starts, when it does not."""
+        return self._partition("Forward", FORWARD)
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> NoReturn:
+        not_supported(
+            "DataStream.partition_custom",
+            "key_by() (records of a key go to one subtask), rebalance() or shuffle()",
+        )
+
+    def project(self, *field_indexes: int) -> DataStream:
+        """The tuples' fields at ``field_indexes``, as a tuple (a stream of tuples only: its
+        type must be declared, e.g. ``output_type=Types.TUPLE([...])``, as in PyFlink)."""
+        declared = self.get_type()
+        if not isinstance(declared, TupleTypeInfo):
+            raise TypeError(
+                f"Only Tuple DataStreams can be projected, and this one's type is {declared!r}: "
+                "declare it with output_type=Types.TUPLE([...])"
+            )
+        types = declared.get_field_types()
+        for index in field_indexes:
+            if not isinstance(index, int) or not -len(types) <= index < len(types):
+                raise IndexError(
+                    f"project() field index {index!r} is out of range for {len(types)} fields"
+                )
+        projected = Types.TUPLE([types[index] for index in field_indexes])
+        spec = OperatorSpec("map", Projection(field_indexes))
+        return self._operator("Projection", spec, output_type=projected)
+
+    def get_type(self) -> TypeInformation:
+        """The declared type information of the stream's records; without one, PyFlink's
+        ``Types.PICKLED_BYTE_ARRAY()`` (any Python value, pickled)."""
+        declared = stream_type(self._transformation)
+        return declared if declared is not None else Types.PICKLED_BYTE_ARRAY()
+
+    def add_sink(self, sink_func: Any) -> NoReturn:
+        not_supported("DataStream.add_sink", SINK_ALTERNATIVE)
+
+    def cache(self) -> NoReturn:
+        not_supported(
+            "DataStream.cache",
+            "sink_to() with a FileSink, and a FileSource reading its output in the next job",
+        )
 
     # Properties of the operator that produced this stream ---------------------------------
 
@@ -254,7 +335,13 @@ class DataStream:
     def set_parallelism(self, parallelism: int) -> DataStream:
         if not isinstance(parallelism, int) or parallelism < 1:
             raise ValueError(f"parallelism must be a positive integer, got {parallelism!r}")
-        self._runnable("set_parallelism()").parallelism = parallelism
+        t = self._runnable("set_parallelism()")
+        if t.fixed_parallelism and parallelism != 1:
+            raise ValueError(
+                f"'{t.name}' is non-parallel (force_non_parallel()): its parallelism must be "
+                f"1, got {parallelism}"
+            )
+        t.parallelism = parallelism
         return self
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
@@ -262,6 +349,40 @@ class DataStream:
             raise ValueError(f"max parallelism must be in 1..32768, got {max_parallelism!r}")
         self._runnable("set_max_parallelism()").max_parallelism = max_parallelism
         return self
+
+    def force_non_parallel(self) -> DataStream:
+        """Parallelism and max parallelism 1, and ``set_parallelism`` of another one fails."""
+        t = self._runnable("force_non_parallel()")
+        t.parallelism = t.max_parallelism = 1
+        t.fixed_parallelism = True
+        return self
+
+    def start_new_chain(self) -> DataStream:
+        """This operator heads a new task: it is not chained to the operator before it."""
+        self._runnable("start_new_chain()").chaining = "head"
+        return self
+
+    def disable_chaining(self) -> DataStream:
+        """This operator runs in a task of its own, chained to neither side."""
+        self._runnable("disable_chaining()").chaining = "never"
+        return self
+
+    def set_description(self, description: str) -> DataStream:
+        """A longer text than the name, shown in the execution plan (its ``contents``)."""
+        self._runnable("set_description()").description = description
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> NoReturn:
+        not_supported("DataStream.set_uid_hash", UID_HASH_ALTERNATIVE)
+
+    def set_buffer_timeout(self, timeout_millis: int) -> NoReturn:
+        not_supported("DataStream.set_buffer_timeout", BUFFER_TIMEOUT_ALTERNATIVE)
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> NoReturn:
+        not_supported("DataStream.slot_sharing_group", SLOTS_ALTERNATIVE)
+
+    def get_execution_config(self) -> NoReturn:
+        not_supported("DataStream.get_execution_config", EXECUTION_CONFIG_ALTERNATIVE)
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
@@ -314,6 +435,22 @@ class DataStreamSink:
     def set_parallelism(self, parallelism: int) -> DataStreamSink:
         self._transformation.parallelism = parallelism
         return self
+
+    def set_description(self, description: str) -> DataStreamSink:
+        """A longer text than the name, shown in the execution plan (its ``contents``)."""
+        self._transformation.description = description
+        return self
+
+    def disable_chaining(self) -> DataStreamSink:
+        """The sink runs in a task of its own."""
+        self._transformation.chaining = "never"
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> NoReturn:
+        not_supported("DataStreamSink.set_uid_hash", UID_HASH_ALTERNATIVE)
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> NoReturn:
+        not_supported("DataStreamSink.slot_sharing_group", SLOTS_ALTERNATIVE)
 
 
 class KeyedStream(DataStream):
@@ -400,11 +537,23 @@ class KeyedStream(DataStream):
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return self._origin.key_by(key_selector, key_type)
 
-    def rebalance(self) -> DataStream:
+    def _repartition(self) -> NoReturn:
         raise ValueError("cannot override partitioning for KeyedStream")
 
+    def rebalance(self) -> DataStream:
+        self._repartition()
+
+    def rescale(self) -> DataStream:
+        self._repartition()
+
+    def shuffle(self) -> DataStream:
+        self._repartition()
+
+    def forward(self) -> DataStream:
+        self._repartition()
+
     def broadcast(self, *args: Any) -> Any:
-        raise ValueError("cannot override partitioning for KeyedStream")
+        self._repartition()
 
     def _not_supported(self, what: str) -> NoReturn:
         raise ValueError(f"{what} is not supported on a KeyedStream; apply it to an operator")
@@ -420,6 +569,18 @@ class KeyedStream(DataStream):
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
         self._not_supported("set_max_parallelism()")
+
+    def force_non_parallel(self) -> DataStream:
+        self._not_supported("force_non_parallel()")
+
+    def start_new_chain(self) -> DataStream:
+        self._not_supported("start_new_chain()")
+
+    def disable_chaining(self) -> DataStream:
+        self._not_supported("disable_chaining()")
+
+    def set_description(self, description: str) -> DataStream:
+        self._not_supported("set_description()")
 
 
 class ConnectedStreams:
@@ -719,6 +880,16 @@ WINDOW_STATE_NAME = "window-contents"
 
 def _is_merging(assigner: Any) -> bool:
     return callable(getattr(assigner, "merge_windows", None))
+
+
+class Projection:
+    """``project()``'s map: the record's fields at the given indexes, as a tuple."""
+
+    def __init__(self, field_indexes: tuple[int, ...]):
+        self.field_indexes = field_indexes
+
+    def map(self, value: Any) -> tuple[Any, ...]:
+        return tuple(value[index] for index in self.field_indexes)
 
 
 class FieldAggregator:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import suppress
 from enum import Enum
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from pyspark.sql import SparkSession
 
@@ -15,18 +16,40 @@ from lockgate.common.job_client import JobClient
 from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.restart_strategy import RestartStrategyConfiguration
 from lockgate.common.type_conversion import declared_type
+from lockgate.common.unsupported import not_supported
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.connectors.collection import CollectionSource
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
-from lockgate.datastream.data_stream import CloseableIterator, DataStream
+from lockgate.datastream.data_stream import (
+    BUFFER_TIMEOUT_ALTERNATIVE,
+    EXECUTION_CONFIG_ALTERNATIVE,
+    SLOTS_ALTERNATIVE,
+    CloseableIterator,
+    DataStream,
+)
 from lockgate.datastream.state_backend import StateBackend
-from lockgate.graph.job_graph import build_job_graph
+from lockgate.graph.job_graph import JobGraph, build_job_graph, execution_plan
 from lockgate.graph.transformations import Transformation
 from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 from lockgate.runtime.source import Source
+
+# The alternatives named by the methods lockgate does not support yet
+_SOURCE_ALTERNATIVE = "from_source() with FileSource or NumberSequenceSource, or from_collection()"
+_PY_FILES = (
+    "spark-submit --py-files (or spark.submit.pyFiles), which reaches the executors' "
+    "Python workers; see README, Running on a cluster"
+)
+_ARCHIVES = (
+    "spark-submit --archives env.tar.gz#env with --conf spark.pyspark.python=./env/bin/python "
+    "(a packed virtual environment); see README, Running on a cluster"
+)
+_JAVA_ALTERNATIVE = (
+    "lockgate's Python sources and sinks (FileSource, FileSink, ...): lockgate runs no "
+    "Java code of its own; Spark's jars go with spark-submit --jars"
+)
 
 
 class RuntimeExecutionMode(Enum):
@@ -130,6 +153,93 @@ class StreamExecutionEnvironment:
         options.validate(self._config.to_dict())
         return self
 
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
+        """Run every operator in a task of its own (``pipeline.operator-chaining.enabled``
+        false): records cross a Spark shuffle between any two operators."""
+        self._config.set_boolean(options.OPERATOR_CHAINING.key, False)
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        return options.OPERATOR_CHAINING.read(self._config.to_dict())
+
+    def is_chaining_of_operators_with_different_max_parallelism_enabled(self) -> bool:
+        """True: lockgate chains operators whatever their max parallelism (only a keyed
+        operator has key groups, and it always heads its own task)."""
+        return True
+
+    def get_checkpointing_consistency_mode(self) -> CheckpointingMode:
+        """PyFlink 2's name for ``get_checkpointing_mode``."""
+        return self.get_checkpointing_mode()
+
+    def is_unaligned_checkpoints_enabled(self) -> bool:
+        return self.get_checkpoint_config().is_unaligned_checkpoints_enabled()
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        return self.get_checkpoint_config().is_force_unaligned_checkpoints()
+
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
+        """Only ``False`` (lockgate has no changelog state backend)."""
+        if enabled:
+            not_supported(
+                "StreamExecutionEnvironment.enable_changelog_state_backend",
+                "EmbeddedRocksDBStateBackend with execution.checkpointing.incremental: "
+                "checkpoints upload only what changed",
+            )
+        return self
+
+    def is_changelog_state_backend_enabled(self) -> bool:
+        return False
+
+    def get_default_local_parallelism(self) -> int:
+        """The parallelism of a job on lockgate's default master ``local[*]`` when none is
+        set: this machine's core count (Spark's default parallelism there, and Flink's
+        default local parallelism)."""
+        return os.cpu_count() or 1
+
+    def set_default_local_parallelism(self, parallelism: int) -> None:
+        not_supported(
+            "StreamExecutionEnvironment.set_default_local_parallelism",
+            "set_parallelism(), or the Spark master local[n]",
+        )
+
+    def get_config(self) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.get_config", EXECUTION_CONFIG_ALTERNATIVE)
+
+    def set_buffer_timeout(self, timeout_millis: int) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.set_buffer_timeout", BUFFER_TIMEOUT_ALTERNATIVE)
+
+    def get_buffer_timeout(self) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.get_buffer_timeout", BUFFER_TIMEOUT_ALTERNATIVE)
+
+    def register_slot_sharing_group(self, slot_sharing_group: Any) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.register_slot_sharing_group", SLOTS_ALTERNATIVE)
+
+    def add_python_file(self, file_path: str) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.add_python_file", _PY_FILES)
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.add_python_archive", _ARCHIVES)
+
+    def set_python_requirements(
+        self, requirements_file_path: str, requirements_cache_dir: str | None = None
+    ) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.set_python_requirements", _ARCHIVES)
+
+    def set_python_executable(self, python_exec: str) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.set_python_executable", _ARCHIVES)
+
+    def add_jars(self, *jars_path: str) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.add_jars", _JAVA_ALTERNATIVE)
+
+    def add_classpaths(self, *classpaths: str) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.add_classpaths", _JAVA_ALTERNATIVE)
+
+    def register_cached_file(self, file_path: str, name: str, executable: bool = False) -> NoReturn:
+        not_supported(
+            "StreamExecutionEnvironment.register_cached_file",
+            "a path or fsspec URL every executor can reach, opened by the function itself",
+        )
+
     # Sources ------------------------------------------------------------------------------
 
     def _add(self, transformation: Transformation) -> Transformation:
@@ -170,12 +280,38 @@ class StreamExecutionEnvironment:
         check_strategy(watermark_strategy)
         return self._source(source, source_name, type_info, watermark_strategy)
 
+    def add_source(
+        self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None
+    ) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.add_source", _SOURCE_ALTERNATIVE)
+
+    def create_input(self, input_format: Any, type_info: Any = None) -> NoReturn:
+        not_supported("StreamExecutionEnvironment.create_input", _SOURCE_ALTERNATIVE)
+
     # Execution ----------------------------------------------------------------------------
 
     def _session(self) -> SparkSession:
         if self._spark is None:
             self._spark = get_or_create_session(self._config.to_dict())
         return self._spark
+
+    def _job_graph(self, transformations: list[Transformation]) -> JobGraph:
+        config = self._config.to_dict()
+        max_parallelism = options.MAX_PARALLELISM.read(config)
+        return build_job_graph(
+            transformations,
+            self.get_parallelism(),
+            max_parallelism if max_parallelism > 0 else None,
+            options.RUNTIME_MODE.read(config),
+            options.OPERATOR_CHAINING.read(config),
+        )
+
+    def get_execution_plan(self) -> str:
+        """The job declared so far, as JSON in the shape of Flink's streaming plan: lockgate's
+        graph of operators (with their uids and the tasks they are chained into; see
+        ``lockgate.graph.job_graph.execution_plan``). The job stays declared: call it before
+        ``execute``."""
+        return execution_plan(self._job_graph(self._transformations))
 
     def _job_master(self, job_name: str | None) -> JobMaster:
         """Validate everything that can be checked on the driver, then prepare the job."""
@@ -186,13 +322,7 @@ class StreamExecutionEnvironment:
             if t.kind in ("source", "sink"):
                 t.operator.validate()
         session = self._session()
-        max_parallelism = options.MAX_PARALLELISM.read(config)
-        job = build_job_graph(
-            transformations,
-            self.get_parallelism(),
-            max_parallelism if max_parallelism > 0 else None,
-            options.RUNTIME_MODE.read(config),
-        )
+        job = self._job_graph(transformations)
         # a SparkContext does not start without spark.master, so its master is set
         master = cast(str, session.sparkContext.master)
         settings = JobSettings.resolve(config, job_name or "lockgate job", master)
@@ -212,6 +342,13 @@ class StreamExecutionEnvironment:
         runner = JobRunner(self._job_master(job_name))
         runner.start()
         return JobClient(runner)
+
+    def close(self) -> None:
+        """Discard what was declared and not executed, and let go of the Spark session (it
+        is not stopped: a Spark session is per process and may run other environments'
+        jobs; ``SparkSession.stop()`` stops it). Closing twice is harmless."""
+        self._transformations = []
+        self._spark = None
 
     def _execute_collect(self, job_name: str | None) -> CloseableIterator:
         master = self._job_master(job_name)

@@ -1,13 +1,16 @@
 """StreamGraph and JobGraph: resolve parallelism and uids, chain operators into tasks.
 
 Operators joined by a forward edge with equal parallelism run in one task (a chain) as
-plain Python calls. Every other edge crosses tasks through Spark's shuffle, which cuts the
+plain Python calls, unless chaining is disabled for the job or an operator breaks it
+(``start_new_chain``, ``disable_chaining``): then the forward edge crosses tasks, subtask i
+to subtask i. Every other edge crosses tasks through Spark's shuffle, which cuts the
 job into stages; partition i of a stage is subtask i.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -156,13 +159,15 @@ def build_job_graph(
     default_parallelism: int,
     max_parallelism: int | None,
     runtime_mode: str = "STREAMING",
+    chaining: bool = True,
 ) -> JobGraph:
     """``runtime_mode``: STREAMING, BATCH, or AUTOMATIC (BATCH when every source is
-    bounded), as Flink's ``execution.runtime-mode``."""
+    bounded), as Flink's ``execution.runtime-mode``; ``chaining``: False puts every
+    operator in a task of its own (Flink's ``pipeline.operator-chaining.enabled``)."""
     nodes = _stream_nodes(transformations, default_parallelism, max_parallelism)
     if not nodes:
         raise GraphError("the job has no operators: add a source and a sink before executing")
-    graph = _chain(nodes)
+    graph = _chain(nodes, chaining)
     continuous = [n for n in nodes if n.is_source and not n.operator.bounded]
     if runtime_mode == "BATCH" and continuous:
         raise GraphError(
@@ -282,13 +287,16 @@ def _derived_uid(name: str, basis: str, occurrence: int) -> str:
     return f"{slug}-{digest}"
 
 
-def _chain(nodes: list[StreamNode]) -> JobGraph:
+def _chain(nodes: list[StreamNode], chaining: bool) -> JobGraph:
     chain_of: dict[int, list[StreamNode]] = {}
     chains: list[list[StreamNode]] = []
     for node in nodes:
         parents = {id(chain_of[id(e.source)]) for e in node.inputs}
         chainable = (
-            node.inputs
+            chaining
+            and node.inputs
+            and node.transformation.chaining == "always"
+            and all(e.source.transformation.chaining != "never" for e in node.inputs)
             and len(parents) == 1
             and not node.keyed
             and not node.transformation.two_input  # it takes each input from its own edges
@@ -314,3 +322,44 @@ def _chain(nodes: list[StreamNode]) -> JobGraph:
             job_edge.source.outputs.append(job_edge)
             vertex.inputs.append(job_edge)
     return JobGraph(vertices, edges)
+
+
+_SHIP_STRATEGIES = {
+    "forward": "FORWARD",
+    "rebalance": "REBALANCE",
+    "rescale": "RESCALE",
+    "shuffle": "SHUFFLE",
+    "key_group": "HASH",
+    "broadcast": "BROADCAST",
+}
+
+
+def execution_plan(graph: JobGraph) -> str:
+    """The job's operators as JSON, in the shape of Flink's streaming plan (``nodes``, each
+    with ``id``, ``type`` (its name), ``pact``, ``contents`` (its description, else its
+    name), ``parallelism`` and ``predecessors`` with their ``ship_strategy``), plus what is
+    lockgate's: each operator's ``uid`` and the ``task`` (job vertex) it is chained into."""
+    plan = []
+    for vertex in graph.vertices:
+        for node in vertex.nodes:
+            t = node.transformation
+            entry: dict[str, Any] = {
+                "id": t.id,
+                "type": t.name,
+                "pact": {"source": "Data Source", "sink": "Data Sink"}.get(t.kind, "Operator"),
+                "contents": t.description or t.name,
+                "parallelism": node.parallelism,
+                "uid": node.uid,
+                "task": vertex.id,
+            }
+            if node.inputs:
+                entry["predecessors"] = [
+                    {
+                        "id": edge.source.transformation.id,
+                        "ship_strategy": _SHIP_STRATEGIES[edge.partitioning.kind],
+                        "side": "second" if edge.input_index == 2 else "first",
+                    }
+                    for edge in node.inputs
+                ]
+            plan.append(entry)
+    return json.dumps({"nodes": plan}, indent=2)

@@ -17,13 +17,17 @@ _ids = count(1)
 class Partitioning:
     """How records travel to the next operator when they leave their task."""
 
-    kind: str  # "forward", "rebalance", "key_group" or "broadcast" (to every subtask)
+    #: "forward", "rebalance" (round-robin), "rescale" (round-robin over a subset of the
+    #: targets), "shuffle" (uniformly random), "key_group" or "broadcast" (to every subtask)
+    kind: str
     key_selector: Any = None
     key_type: Any = None  # the type information keys are converted to (``key_by``'s)
 
 
 FORWARD = Partitioning("forward")
 REBALANCE = Partitioning("rebalance")
+RESCALE = Partitioning("rescale")
+SHUFFLE = Partitioning("shuffle")
 BROADCAST = Partitioning("broadcast")
 
 
@@ -44,7 +48,7 @@ class Transformation:
     keyed: bool = False  # an operator whose input is partitioned by key group
     parallelism: int | None = None
     max_parallelism: int | None = None
-    fixed_parallelism: bool = False  # e.g. non-parallel sources
+    fixed_parallelism: bool = False  # ``force_non_parallel()``: its parallelism stays 1
     uid: str | None = None
     #: the operator gives its outputs timestamps (an assigner, a timer or window operator)
     timestamps: bool = False
@@ -55,6 +59,10 @@ class Transformation:
     output_type: Any = None
     #: its records are of its (first) input's type: filter, reduce, timestamps, ...
     preserves_type: bool = False
+    #: "always" (chained where the edges allow), "head" (``start_new_chain()``: starts a
+    #: chain) or "never" (``disable_chaining()``: chained to neither side)
+    chaining: str = "always"
+    description: str | None = None  # ``set_description()``: shown in the execution plan
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

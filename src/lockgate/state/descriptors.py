@@ -80,6 +80,9 @@ class ReducingStateDescriptor(StateDescriptor):
         self.reduce_function = reduce_function
         self.reduce: Callable[[Any, Any], Any] = reduce
 
+    def get_reduce_function(self) -> Any:
+        return self.reduce_function
+
 
 class AggregatingStateDescriptor(StateDescriptor):
     kind = "aggregating"
@@ -93,3 +96,6 @@ class AggregatingStateDescriptor(StateDescriptor):
                     f"{method}(), got {agg_function!r}"
                 )
         self.agg_function = agg_function
+
+    def get_agg_function(self) -> Any:
+        return self.agg_function

@@ -357,3 +357,22 @@ def test_a_checkpoint_config_obtained_earlier_still_configures_the_job(change):
     cc.set_checkpoint_interval(1000)
     assert env.get_checkpoint_interval() == 1000
     assert env.get_configuration().get_string("execution.checkpointing.interval", "") == "1000 ms"
+
+
+def test_fail_on_checkpointing_errors_is_the_tolerable_failure_number():
+    config = CheckpointConfig(Configuration())
+    assert config.is_fail_on_checkpointing_errors()
+    config.set_fail_on_checkpointing_errors(False)
+    assert config.get_tolerable_checkpoint_failure_number() == 2147483647
+    assert not config.is_fail_on_checkpointing_errors()
+    config.set_fail_on_checkpointing_errors(True)
+    assert config.get_tolerable_checkpoint_failure_number() == 0
+
+
+def test_unaligned_checkpoints_are_never_forced():
+    config = CheckpointConfig(Configuration())
+    config.enable_unaligned_checkpoints()
+    config.disable_unaligned_checkpoints()
+    assert not config.is_unaligned_checkpoints_enabled()
+    assert config.set_force_unaligned_checkpoints(False) is config
+    assert not config.is_force_unaligned_checkpoints()
