@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lockgate_it_support import CaptureWorkerOutput, SparkJobCounter, by_key, collect
 
-from lockgate.datastream import FilterFunction, FlatMapFunction, MapFunction
+from lockgate.datastream import FilterFunction, FlatMapFunction, MapFunction, Partitioner
 
 
 def words_records(n: int = 400, seed: int = 3) -> list[tuple[str, int]]:
@@ -207,10 +207,11 @@ def test_stream_printed_and_collected(make_env, tmp_path):
     assert {line.split("> ", 1)[0] for line in lines} == {"1", "2"}
 
 
-def test_chain_breaks_and_rescale_shuffle_forward_edges(make_env):
+def test_chain_breaks_and_rescale_shuffle_forward_custom_edges(make_env):
     """start_new_chain and disable_chaining split the chain into tasks joined by forward
     edges (same results); rescale sends each subtask's records to its block of the next
-    operator's subtasks; shuffle reaches every subtask; forward keeps subtask i to i."""
+    operator's subtasks; shuffle reaches every subtask; forward keeps subtask i to i;
+    partition_custom sends each record where its partitioner says, opened once per subtask."""
     records = words_records()
     env = make_env(parallelism=2, max_records_per_split=50)
     broken = (
@@ -226,8 +227,24 @@ def test_chain_breaks_and_rescale_shuffle_forward_edges(make_env):
     rescaled = broken.rescale().map(WithSubtask()).set_parallelism(4)
     shuffled = rescaled.shuffle().map(WithSubtask()).set_parallelism(3)
     forwarded = shuffled.forward().map(WithSubtask()).set_parallelism(3)
-    actual = collect(forwarded)
-    assert Counter(value for _, (_, (_, (_, value))) in actual) == Counter(chain_reference(records))
-    assert all(down // 2 == up for _, (_, (down, (up, _))) in actual)  # 2 -> 4: blocks
-    assert {shuffled_at for _, (shuffled_at, _) in actual} == {0, 1, 2}
-    assert all(f == s for f, (s, _) in actual)  # forward: subtask i to subtask i
+    custom = forwarded.partition_custom(ByPartHopping(), lambda r: r[1][1][1][1][2])
+    actual = collect(custom.map(WithSubtask()).set_parallelism(2))
+    assert Counter(value for _, (_, (_, (_, (_, value)))) in actual) == Counter(
+        chain_reference(records)
+    )
+    assert all(down // 2 == up for _, (_, (_, (down, (up, _)))) in actual)  # 2 -> 4: blocks
+    assert {shuffled_at for _, (_, (shuffled_at, _)) in actual} == {0, 1, 2}
+    assert all(f == s for _, (f, (s, _)) in actual)  # forward: subtask i to subtask i
+    assert all(at == value[2] % 2 for at, (_, (_, (_, (_, value)))) in actual)
+
+
+class ByPartHopping(Partitioner):
+    """Partition = the record's part number modulo the partitions; it fails unless open()
+    ran first."""
+
+    def open(self, runtime_context):
+        self.opened = True
+
+    def partition(self, key, num_partitions):
+        assert self.opened
+        return key % num_partitions

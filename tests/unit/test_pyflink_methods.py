@@ -167,7 +167,6 @@ NOT_SUPPORTED = [
     ("DataStream.get_execution_config", _stream, ()),
     ("DataStream.set_buffer_timeout", _stream, (0,)),
     ("DataStream.slot_sharing_group", _stream, ("group",)),
-    ("DataStream.partition_custom", _stream, (lambda k, n: 0, lambda r: r[0])),
     ("DataStream.add_sink", _stream, (None,)),
     ("DataStream.cache", _stream, ()),
     ("DataStreamSink.set_uid_hash", _sink, ("abc",)),
@@ -196,6 +195,8 @@ def test_keyed_streams_refuse_what_pyflink_refuses_on_them():
     for method in ("rescale", "shuffle", "forward"):
         with pytest.raises(ValueError, match="cannot override partitioning for KeyedStream"):
             getattr(keyed, method)()
+    with pytest.raises(ValueError, match="cannot override partitioning for KeyedStream"):
+        keyed.partition_custom(lambda key, n: 0, lambda r: r[0])
     for method in ("force_non_parallel", "start_new_chain", "disable_chaining"):
         with pytest.raises(ValueError, match="not supported on a KeyedStream"):
             getattr(keyed, method)()

@@ -23,7 +23,9 @@ from lockgate.datastream.functions import (
     KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
+    KeySelector,
     NullByteKeySelector,
+    Partitioner,
     ProcessAllWindowFunction,
     ProcessFunction,
     ProcessWindowFunction,
@@ -269,11 +271,21 @@ class DataStream:
         parallelism: the job fails to build, before it starts, when it does not."""
         return self._partition("Forward", FORWARD)
 
-    def partition_custom(self, partitioner: Any, key_selector: Any) -> NoReturn:
-        not_supported(
-            "DataStream.partition_custom",
-            "key_by() (records of a key go to one subtask), rebalance() or shuffle()",
-        )
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        """Each record goes to the subtask ``partitioner.partition(key, num_partitions)``
+        chooses for its key (``key_selector``'s), of the next operator's ``num_partitions``
+        subtasks; both may be functions. Their ``open`` and ``close`` run in the sending
+        subtask, as in PyFlink."""
+        if not isinstance(partitioner, Partitioner) and not callable(partitioner):
+            raise TypeError(
+                "Parameter partitioner should be type of Partitioner or a callable function."
+            )
+        if not isinstance(key_selector, KeySelector) and not callable(key_selector):
+            raise TypeError(
+                "Parameter key_selector should be type of KeySelector or a callable function."
+            )
+        partitioning = Partitioning("custom", key_selector, partitioner=partitioner)
+        return self._partition("PartitionCustom", partitioning)
 
     def project(self, *field_indexes: int) -> DataStream:
         """The tuples' fields at ``field_indexes``, as a tuple (a stream of tuples only: its
@@ -553,6 +565,9 @@ class KeyedStream(DataStream):
         self._repartition()
 
     def broadcast(self, *args: Any) -> Any:
+        self._repartition()
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
         self._repartition()
 
     def _not_supported(self, what: str) -> NoReturn:

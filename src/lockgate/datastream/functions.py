@@ -158,6 +158,14 @@ class KeySelector(Function):
     def get_key(self, value: Any) -> Any: ...
 
 
+class Partitioner(Function):
+    """Chooses the subtask of the next operator for a key (``partition_custom``)."""
+
+    @abstractmethod
+    def partition(self, key: Any, num_partitions: int) -> int:
+        """The partition (0 .. ``num_partitions`` - 1) of ``key``."""
+
+
 class NullByteKeySelector(KeySelector):
     def get_key(self, value: Any) -> Any:
         return 0
@@ -488,7 +496,6 @@ KeyedBroadcastProcessFunction.OnTimerContext.register(broadcast_operator.OnTimer
 
 
 _ASYNC = "a MapFunction or ProcessFunction that makes the call synchronously"
-Partitioner = unsupported("Partitioner", "key_by (records are partitioned by key group)", __name__)
 SourceFunction = unsupported(
     "SourceFunction", "env.from_source with a FileSource, or env.from_collection", __name__
 )

@@ -331,6 +331,7 @@ _SHIP_STRATEGIES = {
     "shuffle": "SHUFFLE",
     "key_group": "HASH",
     "broadcast": "BROADCAST",
+    "custom": "CUSTOM",
 }
 
 

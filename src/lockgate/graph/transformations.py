@@ -18,10 +18,12 @@ class Partitioning:
     """How records travel to the next operator when they leave their task."""
 
     #: "forward", "rebalance" (round-robin), "rescale" (round-robin over a subset of the
-    #: targets), "shuffle" (uniformly random), "key_group" or "broadcast" (to every subtask)
+    #: targets), "shuffle" (uniformly random), "key_group", "broadcast" (to every subtask)
+    #: or "custom" (the subtask a ``partitioner`` chooses for a record's key)
     kind: str
     key_selector: Any = None
     key_type: Any = None  # the type information keys are converted to (``key_by``'s)
+    partitioner: Any = None  # a Partitioner, or a function (key, num_partitions) -> int
 
 
 FORWARD = Partitioning("forward")

@@ -85,14 +85,23 @@ def test_forward_with_equal_parallelism_chains():
     assert chains(build(env)) == ["Collection Source -> Map -> Print to Std. Out"]
 
 
-@pytest.mark.parametrize("method", ["rescale", "shuffle"])
-def test_rescale_and_shuffle_cut_the_chain_even_at_equal_parallelism(method):
+@pytest.mark.parametrize("method", ["rescale", "shuffle", "partition_custom"])
+def test_rescale_shuffle_and_custom_cut_the_chain_even_at_equal_parallelism(method):
     env = env_of(2)
     stream = env.from_collection([1, 2]).set_parallelism(2)
-    getattr(stream, method)().map(str).print()
+    args = (lambda key, n: key % n, lambda r: r) if method == "partition_custom" else ()
+    getattr(stream, method)(*args).map(str).print()
     graph = build(env)
     assert chains(graph) == ["Collection Source", "Map -> Print to Std. Out"]
-    assert edges(graph) == [(0, 1, method)]
+    assert edges(graph) == [(0, 1, "custom" if method == "partition_custom" else method)]
+
+
+def test_partition_custom_checks_its_arguments():
+    stream = env_of().from_collection([1])
+    with pytest.raises(TypeError, match="partitioner should be type of Partitioner"):
+        stream.partition_custom(3, lambda r: r)
+    with pytest.raises(TypeError, match="key_selector should be type of KeySelector"):
+        stream.partition_custom(lambda k, n: 0, "key")
 
 
 def test_force_non_parallel_fixes_parallelism_one():

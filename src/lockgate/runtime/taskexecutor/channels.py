@@ -21,7 +21,7 @@ from random import Random
 from typing import Any
 
 from lockgate.runtime.task_deployment import BatchBounds
-from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext
+from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext, resolve_callable
 from lockgate.runtime.taskexecutor.watermarks import LONG_MIN, ChannelEnd
 from lockgate.state.key_groups import murmur_hash
 from lockgate.state.key_hash import stable_key_hash
@@ -229,6 +229,55 @@ class ShuffleWriter(ChannelWriter):
     def end_channels(self, end: ChannelEnd) -> None:
         super().end_channels(end)
         self.random = None
+
+
+class CustomPartitionWriter(ChannelWriter):
+    """Each record to the target its partitioner chooses for its key (``partition_custom``):
+    ``partition(key, targets)`` of a Partitioner, or the function itself. The partitioner
+    and the key selector are opened and closed with the sending subtask."""
+
+    def __init__(
+        self,
+        ctx: OperatorContext,
+        edge_id: int,
+        targets: int,
+        bounds: BatchBounds,
+        timestamped: bool,
+        partitioner: Any,
+        key_selector: Any,
+    ):
+        super().__init__(ctx, edge_id, targets, bounds, timestamped)
+        self.partitioner = partitioner
+        self.key_selector = key_selector
+        self.partition = resolve_callable(partitioner, "partition", "Partitioner")
+        self.key_of = resolve_callable(key_selector, "get_key", "KeySelector")
+
+    def open(self) -> None:
+        for function in (self.partitioner, self.key_selector):
+            opener = getattr(function, "open", None)
+            if opener is not None:
+                self._call(opener, self.ctx.runtime_context, what="open() of partition_custom")
+
+    def close(self) -> None:
+        for function in (self.partitioner, self.key_selector):
+            closer = getattr(function, "close", None)
+            if closer is not None:
+                self._call(closer, what="close() of partition_custom")
+
+    def process(self, value: Any) -> None:
+        try:
+            target = self.partition(self.key_of(value), self.targets)
+        except Exception as exc:
+            raise self.failure(exc, value, "the partitioner of partition_custom") from exc
+        if not isinstance(target, int) or not 0 <= target < self.targets:
+            raise self.failure(
+                ValueError(
+                    f"the partitioner returned {target!r}, not a partition in 0..{self.targets - 1}"
+                ),
+                value,
+                "partition_custom",
+            )
+        self._append(target, value)
 
 
 # Per process: key -> key group, by max parallelism.

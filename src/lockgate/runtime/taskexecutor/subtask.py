@@ -25,6 +25,7 @@ from lockgate.runtime.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.taskexecutor.channels import (
     BroadcastWriter,
     ChannelWriter,
+    CustomPartitionWriter,
     ForwardWriter,
     KeyGroupWriter,
     RebalanceWriter,
@@ -330,6 +331,16 @@ class Subtask:
             )
         if kind == "shuffle":
             return ShuffleWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
+        if kind == "custom":
+            return CustomPartitionWriter(
+                ctx,
+                edge.id,
+                target.parallelism,
+                self.batch_bounds,
+                timestamped,
+                edge.partitioning.partitioner,
+                edge.partitioning.key_selector,
+            )
         if kind == "broadcast":
             return BroadcastWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
         return ForwardWriter(ctx, edge.id, self.batch_bounds, timestamped)
@@ -337,6 +348,8 @@ class Subtask:
     # Lifecycle -----------------------------------------------------------------------------
 
     def open(self) -> None:
+        for _, writer in self.writers:  # partition_custom's functions
+            writer.open()
         for operator in reversed(self.operators):
             operator.open()
 
@@ -421,6 +434,8 @@ class Subtask:
     def close(self) -> None:
         for operator in self.operators:
             operator.close()
+        for _, writer in self.writers:
+            writer.close()
 
     # State ---------------------------------------------------------------------------------
 

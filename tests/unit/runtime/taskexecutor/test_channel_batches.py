@@ -18,6 +18,7 @@ from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.task_deployment import BatchBounds
 from lockgate.runtime.taskexecutor.channels import (
     BroadcastWriter,
+    CustomPartitionWriter,
     ForwardWriter,
     KeyGroupWriter,
     RebalanceWriter,
@@ -226,6 +227,49 @@ def test_shuffle_spreads_records_and_draws_anew_each_epoch():
         counts = [len(data) for _, _, data in found]
         assert len(counts) == TARGETS and min(counts) > 900  # about 1000 each
     assert placements[0] != placements[1]
+
+
+class Modulo:
+    """A Partitioner by its methods; counts its open() and close() calls."""
+
+    def __init__(self):
+        self.calls = []
+
+    def open(self, runtime_context):
+        self.calls.append(("open", runtime_context))
+
+    def close(self):
+        self.calls.append(("close",))
+
+    def partition(self, key, num_partitions):
+        return key % num_partitions
+
+
+def custom_writer(partitioner: Any, key_selector: Any) -> CustomPartitionWriter:
+    ctx = OperatorContext("upstream", "upstream-uid", 1, 2, "rc", None, [], RecordTimestamp())
+    bounds = BatchBounds(records=100, bytes=1 << 20)
+    return CustomPartitionWriter(ctx, 7, TARGETS, bounds, False, partitioner, key_selector)
+
+
+def test_partition_custom_sends_each_record_where_its_partitioner_says():
+    partitioner = Modulo()
+    writer = custom_writer(partitioner, first)
+    writer.open()
+    found = batches(feed(writer, [(n, str(n)) for n in range(10)]))
+    writer.close()
+    received = {p: [loads(d)[0] for d in data] for p, _, data in found}
+    assert received == {0: [0, 3, 6, 9], 1: [1, 4, 7], 2: [2, 5, 8]}
+    assert partitioner.calls == [("open", "rc"), ("close",)]
+    # plain functions too, for both
+    found = batches(feed(custom_writer(lambda key, n: n - 1, lambda r: r), [1, 2]))
+    assert [(p, [loads(d) for d in data]) for p, _, data in found] == [(2, [1, 2])]
+
+
+@pytest.mark.parametrize("bad", [3, -1, "0", None])
+def test_a_partition_out_of_range_fails_naming_the_operator_and_record(bad):
+    writer = custom_writer(lambda key, n: bad, first)
+    with pytest.raises(Exception, match=r"operator 'upstream'.*partition_custom.*\(5, 'x'\)"):
+        writer.process((5, "x"))
 
 
 def bounds_of(config: dict[str, str]) -> BatchBounds:
