@@ -147,8 +147,11 @@ def _checkpoint_config():
     return _env().get_checkpoint_config()
 
 
+def _execution_config():
+    return _env().get_config()
+
+
 NOT_SUPPORTED = [
-    ("StreamExecutionEnvironment.get_config", _env, ()),
     ("StreamExecutionEnvironment.register_slot_sharing_group", _env, (None,)),
     ("StreamExecutionEnvironment.set_buffer_timeout", _env, (100,)),
     ("StreamExecutionEnvironment.get_buffer_timeout", _env, ()),
@@ -164,7 +167,6 @@ NOT_SUPPORTED = [
     ("StreamExecutionEnvironment.create_input", _env, (None,)),
     ("StreamExecutionEnvironment.add_source", _env, (None,)),
     ("DataStream.set_uid_hash", _stream, ("abc",)),
-    ("DataStream.get_execution_config", _stream, ()),
     ("DataStream.set_buffer_timeout", _stream, (0,)),
     ("DataStream.slot_sharing_group", _stream, ("group",)),
     ("DataStream.add_sink", _stream, (None,)),
@@ -176,6 +178,21 @@ NOT_SUPPORTED = [
     ("CheckpointConfig.get_aligned_checkpoint_timeout", _checkpoint_config, ()),
     ("CheckpointConfig.set_alignment_timeout", _checkpoint_config, (None,)),
     ("CheckpointConfig.get_alignment_timeout", _checkpoint_config, ()),
+    ("ExecutionConfig.set_auto_watermark_interval", _execution_config, (200,)),
+    ("ExecutionConfig.get_auto_watermark_interval", _execution_config, ()),
+    ("ExecutionConfig.set_latency_tracking_interval", _execution_config, (100,)),
+    ("ExecutionConfig.get_task_cancellation_interval", _execution_config, ()),
+    ("ExecutionConfig.set_task_cancellation_interval", _execution_config, (100,)),
+    ("ExecutionConfig.get_task_cancellation_timeout", _execution_config, ()),
+    ("ExecutionConfig.set_task_cancellation_timeout", _execution_config, (100,)),
+    ("ExecutionConfig.enable_closure_cleaner", _execution_config, ()),
+    ("ExecutionConfig.enable_force_kryo", _execution_config, ()),
+    ("ExecutionConfig.enable_force_avro", _execution_config, ()),
+    ("ExecutionConfig.disable_generic_types", _execution_config, ()),
+    ("ExecutionConfig.disable_auto_generated_uids", _execution_config, ()),
+    ("ExecutionConfig.disable_object_reuse", _execution_config, ()),
+    ("ExecutionConfig.set_global_job_parameters", _execution_config, ({"a": "b"},)),
+    ("ExecutionConfig.set_use_snapshot_compression", _execution_config, (True,)),
 ]
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, overload
 
+from lockgate.common.execution_config import ExecutionConfig
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.time import Duration
 from lockgate.common.type_conversion import declared_type
@@ -69,10 +70,6 @@ if TYPE_CHECKING:
 # The alternatives named by the methods lockgate does not support yet
 UID_HASH_ALTERNATIVE = "uid(), which names the operator's state in checkpoints and savepoints"
 SINK_ALTERNATIVE = "sink_to() with a FileSink (or DiscardingSink), or print()"
-EXECUTION_CONFIG_ALTERNATIVE = (
-    "StreamExecutionEnvironment's getters and setters (get_parallelism, set_parallelism, "
-    "set_max_parallelism, ...) or get_configuration()"
-)
 BUFFER_TIMEOUT_ALTERNATIVE = (
     "lockgate.epoch.target-duration: records cross tasks in batches within each epoch, "
     "and every epoch ends with its channels flushed"
@@ -393,8 +390,8 @@ class DataStream:
     def slot_sharing_group(self, slot_sharing_group: Any) -> NoReturn:
         not_supported("DataStream.slot_sharing_group", SLOTS_ALTERNATIVE)
 
-    def get_execution_config(self) -> NoReturn:
-        not_supported("DataStream.get_execution_config", EXECUTION_CONFIG_ALTERNATIVE)
+    def get_execution_config(self) -> ExecutionConfig:
+        return self._env.get_config()
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from lockgate.common import config_options as options
 from lockgate.common.configuration import Configuration
+from lockgate.common.execution_config import ExecutionConfig
 from lockgate.common.job_client import JobClient
 from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.restart_strategy import RestartStrategyConfiguration
@@ -22,7 +23,6 @@ from lockgate.connectors.collection import CollectionSource
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from lockgate.datastream.data_stream import (
     BUFFER_TIMEOUT_ALTERNATIVE,
-    EXECUTION_CONFIG_ALTERNATIVE,
     SLOTS_ALTERNATIVE,
     CloseableIterator,
     DataStream,
@@ -89,24 +89,24 @@ class StreamExecutionEnvironment:
     def get_configuration(self) -> Configuration:
         return Configuration(self._config)
 
+    def get_config(self) -> ExecutionConfig:
+        """The job's ``ExecutionConfig``: a view of this environment's configuration."""
+        return ExecutionConfig(self._config)
+
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
-        if not isinstance(parallelism, int) or parallelism < 1:
-            raise ValueError(f"parallelism must be a positive integer, got {parallelism!r}")
-        self._config.set_integer(options.PARALLELISM.key, parallelism)
+        self.get_config().set_parallelism(parallelism)
         return self
 
     def get_parallelism(self) -> int:
-        configured = options.PARALLELISM.read(self._config.to_dict())
+        configured = self.get_config().get_parallelism()
         return configured if configured > 0 else self._session().sparkContext.defaultParallelism
 
     def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
-        if not isinstance(max_parallelism, int) or not 0 < max_parallelism <= 32768:
-            raise ValueError(f"max parallelism must be in 1..32768, got {max_parallelism!r}")
-        self._config.set_integer(options.MAX_PARALLELISM.key, max_parallelism)
+        self.get_config().set_max_parallelism(max_parallelism)
         return self
 
     def get_max_parallelism(self) -> int:
-        return options.MAX_PARALLELISM.read(self._config.to_dict())
+        return self.get_config().get_max_parallelism()
 
     def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
         self._config.set_string(options.RUNTIME_MODE.key, execution_mode.value)
@@ -201,9 +201,6 @@ class StreamExecutionEnvironment:
             "StreamExecutionEnvironment.set_default_local_parallelism",
             "set_parallelism(), or the Spark master local[n]",
         )
-
-    def get_config(self) -> NoReturn:
-        not_supported("StreamExecutionEnvironment.get_config", EXECUTION_CONFIG_ALTERNATIVE)
 
     def set_buffer_timeout(self, timeout_millis: int) -> NoReturn:
         not_supported("StreamExecutionEnvironment.set_buffer_timeout", BUFFER_TIMEOUT_ALTERNATIVE)

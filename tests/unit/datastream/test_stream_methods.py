@@ -81,3 +81,42 @@ def test_close_discards_the_declared_job_and_can_be_repeated():
     assert env._transformations == []
     env.from_collection([2]).print()  # still usable: a new job
     assert len(env._transformations) == 2
+
+
+def test_the_execution_config_is_the_environments_parallelism_settings():
+    env = StreamExecutionEnvironment()
+    config = env.get_config()
+    assert config.get_parallelism() == -1 and config.get_max_parallelism() == -1
+    config.set_parallelism(3).set_max_parallelism(64)
+    assert env.get_parallelism() == 3 and env.get_max_parallelism() == 64
+    assert env.get_configuration().get_integer("parallelism.default", 0) == 3
+    stream = env.from_collection([1])
+    assert stream.get_execution_config().get_parallelism() == 3
+    env.set_parallelism(2)
+    assert config.get_parallelism() == 2
+    with pytest.raises(ValueError, match="parallelism must be a positive integer"):
+        config.set_parallelism(0)
+    with pytest.raises(ValueError, match=r"max parallelism must be in 1\.\.32768"):
+        config.set_max_parallelism(40000)
+
+
+def test_the_execution_config_describes_lockgate():
+    config = env_of().get_config()
+    assert config.is_object_reuse_enabled() and config.has_auto_generated_uids_enabled()
+    assert not config.is_closure_cleaner_enabled() and not config.is_force_kryo_enabled()
+    assert not config.is_force_avro_enabled() and not config.has_generic_types_disabled()
+    assert not config.is_use_snapshot_compression()
+    assert config.get_latency_tracking_interval() == 0
+    assert config.get_global_job_parameters() == {}
+    # what is already so is accepted
+    for method in (
+        "enable_object_reuse",
+        "enable_auto_generated_uids",
+        "enable_generic_types",
+        "disable_closure_cleaner",
+        "disable_force_kryo",
+        "disable_force_avro",
+    ):
+        assert getattr(config, method)() is config
+    assert config.set_use_snapshot_compression(False) is config
+    assert config.set_latency_tracking_interval(0) is config
