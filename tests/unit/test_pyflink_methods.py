@@ -156,7 +156,6 @@ NOT_SUPPORTED = [
     ("StreamExecutionEnvironment.set_buffer_timeout", _env, (100,)),
     ("StreamExecutionEnvironment.get_buffer_timeout", _env, ()),
     ("StreamExecutionEnvironment.enable_changelog_state_backend", _env, (True,)),
-    ("StreamExecutionEnvironment.add_python_file", _env, ("deps.py",)),
     ("StreamExecutionEnvironment.set_python_requirements", _env, ("requirements.txt",)),
     ("StreamExecutionEnvironment.add_python_archive", _env, ("venv.zip",)),
     ("StreamExecutionEnvironment.set_python_executable", _env, ("python3",)),

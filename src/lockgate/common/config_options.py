@@ -85,6 +85,10 @@ def _choice(choices: dict[str, str], text: str) -> str:
     return value
 
 
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
 def _non_empty(text: str) -> str:
     if not text.strip():
         raise ValueError(text)
@@ -209,6 +213,15 @@ OPERATOR_CHAINING = ConfigOption(
     "true or false",
     "Operators joined by forward edges with equal parallelism run in one task; false: each "
     "operator runs in a task of its own.",
+)
+PYTHON_FILES: ConfigOption[tuple[str, ...]] = ConfigOption(
+    "python.files",
+    (),
+    _comma_list,
+    "comma-separated paths or URLs of .py, .zip or .egg files, or local directories",
+    "Python dependencies put on the path of Spark's Python workers (and lockgate's subtask "
+    "hosts) before the job starts, with SparkContext.addPyFile; a directory goes as a zip "
+    "of its contents, so what it holds is importable, as in Flink.",
 )
 EPOCH_MAX_RECORDS_PER_SPLIT = ConfigOption(
     "lockgate.epoch.max-records-per-split",
@@ -547,6 +560,7 @@ VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {
             MAX_PARALLELISM,
             RUNTIME_MODE,
             OPERATOR_CHAINING,
+            PYTHON_FILES,
             CHECKPOINT_HISTORY,
             CHECKPOINT_INTERVAL,
             CHECKPOINTING_MODE,

@@ -33,15 +33,11 @@ from lockgate.graph.transformations import Transformation
 from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.spark_session import get_or_create_session
+from lockgate.runtime.jobmaster.spark_session import add_python_files, get_or_create_session
 from lockgate.runtime.source import Source
 
 # The alternatives named by the methods lockgate does not support yet
 _SOURCE_ALTERNATIVE = "from_source() with FileSource or NumberSequenceSource, or from_collection()"
-_PY_FILES = (
-    "spark-submit --py-files (or spark.submit.pyFiles), which reaches the executors' "
-    "Python workers; see README, Running on a cluster"
-)
 _ARCHIVES = (
     "spark-submit --archives env.tar.gz#env with --conf spark.pyspark.python=./env/bin/python "
     "(a packed virtual environment); see README, Running on a cluster"
@@ -211,8 +207,14 @@ class StreamExecutionEnvironment:
     def register_slot_sharing_group(self, slot_sharing_group: Any) -> NoReturn:
         not_supported("StreamExecutionEnvironment.register_slot_sharing_group", SLOTS_ALTERNATIVE)
 
-    def add_python_file(self, file_path: str) -> NoReturn:
-        not_supported("StreamExecutionEnvironment.add_python_file", _PY_FILES)
+    def add_python_file(self, file_path: str) -> StreamExecutionEnvironment:
+        """Put a Python dependency (a .py, .zip or .egg file, or a directory whose contents
+        become importable) on the path of the Python workers that run the job, as PyFlink
+        does: the setting ``python.files``, shipped with Spark's ``addPyFile`` when the job
+        starts."""
+        files = options.PYTHON_FILES.read(self._config.to_dict())
+        self._config.set_string(options.PYTHON_FILES.key, ",".join((file_path, *files)))
+        return self
 
     def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> NoReturn:
         not_supported("StreamExecutionEnvironment.add_python_archive", _ARCHIVES)
@@ -320,6 +322,7 @@ class StreamExecutionEnvironment:
                 t.operator.validate()
         session = self._session()
         job = self._job_graph(transformations)
+        add_python_files(session, options.PYTHON_FILES.read(config))
         # a SparkContext does not start without spark.master, so its master is set
         master = cast(str, session.sparkContext.master)
         settings = JobSettings.resolve(config, job_name or "lockgate job", master)

@@ -16,11 +16,14 @@ A session that is already running is used as it is.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
 import sys
-from collections.abc import Mapping
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +210,39 @@ def check_session(conf: Any) -> None:
             "this has not been tested with speculative copies on a cluster; set "
             "spark.speculation=false for the session that runs lockgate jobs"
         )
+
+
+def add_python_files(session: SparkSession, paths: Sequence[str]) -> None:
+    """Put ``paths`` (``python.files``) on the path of the session's Python workers, with
+    ``SparkContext.addPyFile``: .py, .zip and .egg files as they are (local or URLs Spark
+    reads), a local directory as a zip of its contents. Workers add them to ``sys.path``
+    for every task, and subtask hosts take the task's ``sys.path``."""
+    for path in paths:
+        if "://" not in path:
+            if os.path.isdir(path):
+                path = _zipped_directory(path)
+            elif not os.path.isfile(path):
+                raise ConfigurationError(
+                    f"python.files names {path!r}, which is neither a file nor a directory"
+                )
+        session.sparkContext.addPyFile(path)
+
+
+def _zipped_directory(directory: str) -> str:
+    """A zip of ``directory``'s contents, named after the directory and a hash of its
+    contents (Spark refuses a second file of one name with other contents)."""
+    root = Path(directory).resolve()
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+    target = Path(tempfile.gettempdir(), "lockgate-python-files")
+    target.mkdir(exist_ok=True)
+    archive = target / f"{root.name}-{digest.hexdigest()[:16]}.zip"
+    if not archive.exists():
+        partial = archive.with_suffix(f".{os.getpid()}.partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zipped:
+            for file in files:
+                zipped.write(file, str(file.relative_to(root)))
+        os.replace(partial, archive)
+    return str(archive)
