@@ -22,7 +22,6 @@ JAVA_BRIDGE = {"get_java_type_info", "get_java_output_tag", "to_j_row_kind"}
 # as well as when a method is missing that is not listed.
 KNOWN_GAPS = {
     "lockgate.common.configuration.Configuration": {"parse_list_value"},
-    "lockgate.common.restart_strategy.RestartStrategyConfiguration": {"get_description"},
     # PyFlink's conversion between Python values and its Java serializers' internal ones
     **{
         f"lockgate.common.typeinfo.{name}": {
@@ -42,28 +41,15 @@ KNOWN_GAPS = {
     },
     # Row is being reworked on its own (lockgate.common.types)
     "lockgate.common.types.Row": {"get_row_kind", "set_row_kind", "set_field_names", "of_kind"},
-    "lockgate.datastream.checkpoint_storage.JobManagerCheckpointStorage": {
-        "get_checkpoint_path",
-        "get_max_state_size",
-        "get_savepoint_path",
-    },
+    "lockgate.datastream.checkpoint_storage.JobManagerCheckpointStorage": {"get_max_state_size"},
     "lockgate.datastream.checkpoint_storage.FileSystemCheckpointStorage": {
-        "get_savepoint_path",
         "get_min_file_size_threshold",
         "get_write_buffer_size",
     },
-    "lockgate.datastream.connectors.file_system.FileSourceBuilder": {
-        "set_file_enumerator",
-        "set_split_assigner",
-    },
-    "lockgate.datastream.connectors.file_system.FileSource": {"for_bulk_file_format"},
-    "lockgate.datastream.connectors.file_system.FileSink": {"get_transformer", "for_bulk_format"},
     "lockgate.datastream.functions.RuntimeContext": {
-        "get_task_name_with_subtasks",
         "get_job_parameter",
         "get_metrics_group",
     },
-    "lockgate.datastream.state_backend.EmbeddedRocksDBStateBackend": {"set_options", "get_options"},
     "lockgate.datastream.window.ContinuousEventTimeTrigger": {"register_next_fire_timestamp"},
     "lockgate.datastream.window.ContinuousProcessingTimeTrigger": {"register_next_fire_timestamp"},
 }
@@ -151,6 +137,30 @@ def _execution_config():
     return _env().get_config()
 
 
+def _file_source_builder():
+    from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
+
+    return FileSource.for_record_stream_format(StreamFormat.text_line_format(), "/data")
+
+
+def _file_source():
+    from lockgate.datastream.connectors.file_system import FileSource
+
+    return FileSource
+
+
+def _file_sink():
+    from lockgate.datastream.connectors.file_system import FileSink
+
+    return FileSink
+
+
+def _rocksdb():
+    from lockgate.datastream.state_backend import EmbeddedRocksDBStateBackend
+
+    return EmbeddedRocksDBStateBackend()
+
+
 NOT_SUPPORTED = [
     ("StreamExecutionEnvironment.register_slot_sharing_group", _env, (None,)),
     ("StreamExecutionEnvironment.set_buffer_timeout", _env, (100,)),
@@ -192,6 +202,11 @@ NOT_SUPPORTED = [
     ("ExecutionConfig.disable_object_reuse", _execution_config, ()),
     ("ExecutionConfig.set_global_job_parameters", _execution_config, ({"a": "b"},)),
     ("ExecutionConfig.set_use_snapshot_compression", _execution_config, (True,)),
+    ("FileSourceBuilder.set_file_enumerator", _file_source_builder, (None,)),
+    ("FileSourceBuilder.set_split_assigner", _file_source_builder, (None,)),
+    ("FileSource.for_bulk_file_format", _file_source, (None, "/data")),
+    ("FileSink.for_bulk_format", _file_sink, ("/out", None)),
+    ("EmbeddedRocksDBStateBackend.set_options", _rocksdb, ("org.example.Options",)),
 ]
 
 
@@ -218,3 +233,28 @@ def test_keyed_streams_refuse_what_pyflink_refuses_on_them():
             getattr(keyed, method)()
     with pytest.raises(NotSupportedYetError, match=r"use uid\(\)"):
         keyed.set_uid_hash("abc")
+
+
+def test_small_getters_say_what_lockgate_holds():
+    from lockgate.common import RestartStrategies
+    from lockgate.datastream.checkpoint_storage import (
+        FileSystemCheckpointStorage,
+        JobManagerCheckpointStorage,
+    )
+    from lockgate.datastream.connectors.file_system import FileSink
+    from lockgate.datastream.functions import RuntimeContext
+
+    assert (
+        RestartStrategies.fixed_delay_restart(3, 1000).get_description()
+        == "fixed-delay (attempts=3, delay=1000 ms)"
+    )
+    assert RestartStrategies.no_restart().get_description() == "none"
+    assert (
+        RestartStrategies.fall_back_restart().get_description() == "the configured restart strategy"
+    )
+    assert JobManagerCheckpointStorage().get_checkpoint_path() is None
+    assert FileSystemCheckpointStorage("s3://b/chk").get_checkpoint_path() == "s3://b/chk"
+    assert FileSystemCheckpointStorage("s3://b/chk").get_savepoint_path() is None
+    assert _rocksdb().get_options() is None
+    assert FileSink.for_row_format("/out", None).build().get_transformer() is None
+    assert "get_task_name_with_subtasks" in RuntimeContext.__abstractmethods__

@@ -18,6 +18,20 @@ class RestartStrategyConfiguration:
     def __init__(self, settings: dict[str, str]):
         self.settings = settings
 
+    def get_description(self) -> str:
+        """The strategy and its settings, e.g. "fixed-delay (attempts=3, delay=1000 ms)";
+        "the configured restart strategy" for ``fall_back_restart``."""
+        kind = self.settings.get("restart-strategy.type")
+        if kind is None:
+            return "the configured restart strategy"
+        prefix = f"restart-strategy.{kind}."
+        details = ", ".join(
+            f"{key.removeprefix(prefix)}={value}"
+            for key, value in self.settings.items()
+            if key.startswith(prefix)
+        )
+        return f"{kind} ({details})" if details else kind
+
     def __repr__(self) -> str:
         return f"RestartStrategyConfiguration({self.settings})"
 

@@ -11,6 +11,16 @@ class CheckpointStorage:
     storage_type = ""
     checkpoint_path: str | None = None
 
+    def get_checkpoint_path(self) -> str | None:
+        """The directory under which each job's checkpoints go (None: the driver's memory)."""
+        return self.checkpoint_path
+
+    def get_savepoint_path(self) -> None:
+        """None: a storage holds no savepoint directory in lockgate; savepoints go to the
+        environment's (``set_default_savepoint_directory``, the setting
+        ``execution.checkpointing.savepoint-dir``) or to the one a request names."""
+        return None
+
 
 class JobManagerCheckpointStorage(CheckpointStorage):
     """Checkpoint metadata in the driver's memory: for small state and tests.
@@ -36,9 +46,6 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             raise ValueError("FileSystemCheckpointStorage needs a checkpoint path")
         self.checkpoint_path = str(checkpoint_path)
         self.file_state_size_threshold = file_state_size_threshold
-
-    def get_checkpoint_path(self) -> str:
-        return self.checkpoint_path
 
 
 CustomCheckpointStorage = unsupported(

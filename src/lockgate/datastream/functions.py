@@ -54,6 +54,11 @@ class RuntimeContext(ABC):
     def get_task_name(self) -> str: ...
 
     @abstractmethod
+    def get_task_name_with_subtasks(self) -> str:
+        """The task's name with this subtask's number and the parallelism, "Map (2/4)#0"
+        (with the attempt, as Flink's)."""
+
+    @abstractmethod
     def get_number_of_parallel_subtasks(self) -> int: ...
 
     @abstractmethod

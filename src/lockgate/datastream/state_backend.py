@@ -7,9 +7,10 @@ sets ``state.backend.type`` and the backend's own keys.
 from __future__ import annotations
 
 from enum import Enum
+from typing import NoReturn
 
 from lockgate.common import config_options as options
-from lockgate.common.unsupported import unsupported
+from lockgate.common.unsupported import not_supported, unsupported
 
 
 class StateBackend:
@@ -68,6 +69,17 @@ class EmbeddedRocksDBStateBackend(StateBackend):
 
     def is_incremental_checkpoints_enabled(self) -> bool:
         return bool(self._incremental)
+
+    def set_options(self, options_factory_class_name: str) -> NoReturn:
+        not_supported(
+            "EmbeddedRocksDBStateBackend.set_options",
+            "the state.backend.rocksdb.* settings (write buffer size, block cache size, "
+            "compaction style) or set_predefined_options()",
+        )
+
+    def get_options(self) -> None:
+        """None: lockgate takes no Java RocksDB options factory."""
+        return None
 
     def set_db_storage_paths(self, *paths: str) -> None:
         """Local directories for RocksDB instances (subtasks spread over them)."""

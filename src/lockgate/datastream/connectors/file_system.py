@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 from lockgate.common.serialization import Encoder
 from lockgate.common.time import Duration
-from lockgate.common.unsupported import unsupported
+from lockgate.common.unsupported import not_supported, unsupported
 from lockgate.connectors.file_sink import BucketAssigner as SinkBuckets
 from lockgate.connectors.file_sink import FileCommitter, FileSinkSettings, file_sink_writer
 from lockgate.connectors.file_source import TextLineFileSource
@@ -29,6 +31,13 @@ class FileSource(TextLineFileSource):
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> FileSourceBuilder:
         return FileSourceBuilder(stream_format, list(paths))
 
+    @staticmethod
+    def for_bulk_file_format(bulk_format: Any, *paths: str) -> NoReturn:
+        not_supported(
+            "FileSource.for_bulk_file_format",
+            "FileSource.for_record_stream_format(StreamFormat.text_line_format(), ...)",
+        )
+
 
 class FileSourceBuilder:
     def __init__(self, stream_format: StreamFormat, paths: list[str]):
@@ -44,6 +53,15 @@ class FileSourceBuilder:
     def process_static_file_set(self) -> FileSourceBuilder:
         self._monitor_interval_ms = None
         return self
+
+    def set_file_enumerator(self, file_enumerator: Any) -> NoReturn:
+        not_supported(
+            "FileSourceBuilder.set_file_enumerator",
+            "FileSource's own enumeration: every file under the paths, hidden ones left out",
+        )
+
+    def set_split_assigner(self, split_assigner: Any) -> NoReturn:
+        not_supported("FileSourceBuilder.set_split_assigner", "FileSource's own split assignment")
 
     def build(self) -> FileSource:
         return FileSource(self._paths, self._format.charset_name, self._monitor_interval_ms)
@@ -145,6 +163,18 @@ class FileSink:
     @staticmethod
     def for_row_format(base_path: str, encoder: Encoder) -> FileSink.RowFormatBuilder:
         return FileSink.RowFormatBuilder(str(base_path), encoder)
+
+    @staticmethod
+    def for_bulk_format(base_path: str, writer_factory: Any) -> NoReturn:
+        not_supported(
+            "FileSink.for_bulk_format",
+            "FileSink.for_row_format(base_path, Encoder.simple_string_encoder())",
+        )
+
+    def get_transformer(self) -> None:
+        """None: lockgate's FileSink transforms no stream before it (PyFlink's does for
+        bulk formats of Rows)."""
+        return None
 
     class RowFormatBuilder:
         def __init__(self, base_path: str, encoder: Encoder):
