@@ -46,10 +46,7 @@ KNOWN_GAPS = {
         "get_min_file_size_threshold",
         "get_write_buffer_size",
     },
-    "lockgate.datastream.functions.RuntimeContext": {
-        "get_job_parameter",
-        "get_metrics_group",
-    },
+    "lockgate.datastream.functions.RuntimeContext": {"get_metrics_group"},
     "lockgate.datastream.window.ContinuousEventTimeTrigger": {"register_next_fire_timestamp"},
     "lockgate.datastream.window.ContinuousProcessingTimeTrigger": {"register_next_fire_timestamp"},
 }
@@ -200,7 +197,6 @@ NOT_SUPPORTED = [
     ("ExecutionConfig.disable_generic_types", _execution_config, ()),
     ("ExecutionConfig.disable_auto_generated_uids", _execution_config, ()),
     ("ExecutionConfig.disable_object_reuse", _execution_config, ()),
-    ("ExecutionConfig.set_global_job_parameters", _execution_config, ({"a": "b"},)),
     ("ExecutionConfig.set_use_snapshot_compression", _execution_config, (True,)),
     ("FileSourceBuilder.set_file_enumerator", _file_source_builder, (None,)),
     ("FileSourceBuilder.set_split_assigner", _file_source_builder, (None,)),

@@ -89,6 +89,69 @@ def _comma_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
+def _split_quoted(text: str, delimiter: str, limit: int = -1, unquote: bool = True) -> list[str]:
+    """``text`` split at ``delimiter`` outside quotes, as Flink's map and list settings
+    are: a key or value in single or double quotes is taken as it is, a doubled quote
+    inside standing for one (``unquote`` False: the parts keep their quotes, to be split
+    again)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote = ""
+    fresh = True  # at the start of a key or value: a quote here opens a quoted one
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == quote and text[i + 1 : i + 2] == quote:
+                current.append(char if unquote else char * 2)
+                i += 1
+            elif char == quote:
+                quote = ""
+                if not unquote:
+                    current.append(char)
+            else:
+                current.append(char)
+        elif char in "'\"" and fresh:
+            quote = char
+            if not unquote:
+                current.append(char)
+        elif char == delimiter and (limit < 0 or len(parts) < limit):
+            parts.append("".join(current).strip())
+            current = []
+            fresh = True
+        else:
+            current.append(char)
+            fresh = char in ",: "
+        i += 1
+    if quote:
+        raise ValueError(f"unterminated quote in {text!r}")
+    parts.append("".join(current).strip())
+    return parts
+
+
+def _flink_map(text: str) -> dict[str, str]:
+    """Flink's map setting, ``k1:v1,k2:v2`` (quote a key or value holding , or :)."""
+    result = {}
+    for entry in _split_quoted(text, ",", unquote=False):
+        if not entry:
+            continue
+        pair = _split_quoted(entry, ":", limit=1)
+        if len(pair) != 2 or not pair[0]:
+            raise ValueError(entry)
+        result[pair[0]] = pair[1]
+    return result
+
+
+def format_flink_map(values: Mapping[str, str]) -> str:
+    """``values`` as Flink's map setting, read back by its parse: every key and value
+    quoted."""
+
+    def quoted(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    return ",".join(f"{quoted(key)}:{quoted(value)}" for key, value in values.items())
+
+
 def _non_empty(text: str) -> str:
     if not text.strip():
         raise ValueError(text)
@@ -222,6 +285,14 @@ PYTHON_FILES: ConfigOption[tuple[str, ...]] = ConfigOption(
     "Python dependencies put on the path of Spark's Python workers (and lockgate's subtask "
     "hosts) before the job starts, with SparkContext.addPyFile; a directory goes as a zip "
     "of its contents, so what it holds is importable, as in Flink.",
+)
+JOB_PARAMETERS: ConfigOption[dict[str, str]] = ConfigOption(
+    "pipeline.global-job-parameters",
+    {},
+    _flink_map,
+    "a map such as 'key1:value1,key2:value2' (quote a key or value holding , or :)",
+    "What functions read with RuntimeContext.get_job_parameter "
+    "(ExecutionConfig.set_global_job_parameters).",
 )
 EPOCH_MAX_RECORDS_PER_SPLIT = ConfigOption(
     "lockgate.epoch.max-records-per-split",
@@ -561,6 +632,7 @@ VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {
             RUNTIME_MODE,
             OPERATOR_CHAINING,
             PYTHON_FILES,
+            JOB_PARAMETERS,
             CHECKPOINT_HISTORY,
             CHECKPOINT_INTERVAL,
             CHECKPOINTING_MODE,

@@ -3,7 +3,8 @@
 A view of the environment's configuration, as ``CheckpointConfig`` is: its parallelism and
 max parallelism are the keys ``parallelism.default`` and ``pipeline.max-parallelism``. Of
 the rest, what describes lockgate as it is answers (no Kryo, no Avro, auto-generated uids,
-functions of a chain passing objects as they are), and what lockgate cannot honor raises
+functions of a chain passing objects as they are), the global job parameters are the key
+``pipeline.global-job-parameters``, and what lockgate cannot honor raises
 ``NotSupportedYetError`` naming what to use instead.
 """
 
@@ -177,13 +178,23 @@ class ExecutionConfig:
         return True
 
     def get_global_job_parameters(self) -> dict[str, str]:
-        return {}
+        return options.JOB_PARAMETERS.read(self._config.to_dict())
 
-    def set_global_job_parameters(self, global_job_parameters_dict: dict[str, Any]) -> NoReturn:
-        _unsupported(
-            "set_global_job_parameters",
-            "the function's own attributes (functions are pickled with them)",
+    def set_global_job_parameters(
+        self, global_job_parameters_dict: dict[str, Any]
+    ) -> ExecutionConfig:
+        """What functions read with ``RuntimeContext.get_job_parameter`` (the setting
+        ``pipeline.global-job-parameters``); keys and values are strings, as in PyFlink."""
+        for key, value in global_job_parameters_dict.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TypeError(
+                    f"job parameters are strings, got {key!r}: {value!r} "
+                    f"({type(key).__name__}: {type(value).__name__})"
+                )
+        self._config.set_string(
+            options.JOB_PARAMETERS.key, options.format_flink_map(global_job_parameters_dict)
         )
+        return self
 
     def is_use_snapshot_compression(self) -> bool:
         return False

@@ -68,6 +68,11 @@ class RuntimeContext(ABC):
     def get_index_of_this_subtask(self) -> int: ...
 
     @abstractmethod
+    def get_job_parameter(self, key: str, default_value: str) -> str:
+        """The global job parameter ``key`` (``ExecutionConfig.set_global_job_parameters``,
+        the setting ``pipeline.global-job-parameters``), else ``default_value``."""
+
+    @abstractmethod
     def get_attempt_number(self) -> int: ...
 
     @abstractmethod

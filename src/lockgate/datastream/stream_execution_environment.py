@@ -303,6 +303,7 @@ class StreamExecutionEnvironment:
             max_parallelism if max_parallelism > 0 else None,
             options.RUNTIME_MODE.read(config),
             options.OPERATOR_CHAINING.read(config),
+            options.JOB_PARAMETERS.read(config),
         )
 
     def get_execution_plan(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +141,8 @@ class JobGraph:
     #: Flink's BATCH execution: no watermarks but the end of input, processing time
     #: standing still until then, keyed reductions emitting only their final values
     batch: bool = False
+    #: what functions read with ``RuntimeContext.get_job_parameter``
+    job_parameters: dict[str, str] = field(default_factory=dict)
 
     def vertex(self, vertex_id: int) -> JobVertex:
         return self.vertices[vertex_id]
@@ -160,10 +162,12 @@ def build_job_graph(
     max_parallelism: int | None,
     runtime_mode: str = "STREAMING",
     chaining: bool = True,
+    job_parameters: Mapping[str, str] | None = None,
 ) -> JobGraph:
     """``runtime_mode``: STREAMING, BATCH, or AUTOMATIC (BATCH when every source is
     bounded), as Flink's ``execution.runtime-mode``; ``chaining``: False puts every
-    operator in a task of its own (Flink's ``pipeline.operator-chaining.enabled``)."""
+    operator in a task of its own (Flink's ``pipeline.operator-chaining.enabled``);
+    ``job_parameters``: Flink's global job parameters."""
     nodes = _stream_nodes(transformations, default_parallelism, max_parallelism)
     if not nodes:
         raise GraphError("the job has no operators: add a source and a sink before executing")
@@ -176,6 +180,7 @@ def build_job_graph(
             "it in STREAMING (or AUTOMATIC) mode, or read its input once"
         )
     graph.batch = runtime_mode == "BATCH" or (runtime_mode == "AUTOMATIC" and not continuous)
+    graph.job_parameters = dict(job_parameters or {})
     return graph
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from lockgate.common import Types
+from lockgate.common import Configuration, ConfigurationError, Types
 from lockgate.common.typeinfo import PickledBytesTypeInfo
 from lockgate.datastream import CheckpointingMode, StreamExecutionEnvironment
 from lockgate.datastream.data_stream import Projection
@@ -107,7 +107,6 @@ def test_the_execution_config_describes_lockgate():
     assert not config.is_force_avro_enabled() and not config.has_generic_types_disabled()
     assert not config.is_use_snapshot_compression()
     assert config.get_latency_tracking_interval() == 0
-    assert config.get_global_job_parameters() == {}
     # what is already so is accepted
     for method in (
         "enable_object_reuse",
@@ -120,3 +119,27 @@ def test_the_execution_config_describes_lockgate():
         assert getattr(config, method)() is config
     assert config.set_use_snapshot_compression(False) is config
     assert config.set_latency_tracking_interval(0) is config
+
+
+def test_global_job_parameters_are_the_flink_setting_and_reach_the_job_graph():
+    env = env_of()
+    config = env.get_config()
+    assert config.get_global_job_parameters() == {}
+    parameters = {"url": "http://host:80/a,b", "quote": "it's", "empty": ""}
+    config.set_global_job_parameters(parameters)
+    assert config.get_global_job_parameters() == parameters
+    env.from_collection([1]).print()
+    assert env._job_graph(env._transformations).job_parameters == parameters
+    raw = Configuration().set_string("pipeline.global-job-parameters", "a:1, b:'x,y'")
+    assert StreamExecutionEnvironment(raw).get_config().get_global_job_parameters() == {
+        "a": "1",
+        "b": "x,y",
+    }
+    with pytest.raises(TypeError, match="job parameters are strings"):
+        config.set_global_job_parameters({"n": 1})
+
+
+def test_a_malformed_job_parameters_setting_fails_naming_the_key():
+    raw = Configuration().set_string("pipeline.global-job-parameters", "novalue")
+    with pytest.raises(ConfigurationError, match=r"pipeline\.global-job-parameters"):
+        StreamExecutionEnvironment(raw)

@@ -188,6 +188,7 @@ class Subtask:
         self.vertex = vertex
         self.index = index
         self.batch: bool = job.batch
+        self.job_parameters: dict[str, str] = job.job_parameters
         self.record = RecordTimestamp()
         self.epoch = 0
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
@@ -283,7 +284,7 @@ class Subtask:
             node.parallelism,
             node.max_parallelism,
             attempt,
-            {},
+            self.job_parameters,
             self.backend if node is self.vertex.head else None,
         )
         ctx = OperatorContext(

@@ -1,5 +1,6 @@
-"""``add_python_file``: a module that only the added file or directory holds is importable
-in the functions of the job's tasks (Spark's Python workers and lockgate's subtask hosts)."""
+"""Environment settings that reach the job's tasks: ``add_python_file`` (a module that only
+the added file or directory holds is importable in the functions of the job's tasks, Spark's
+Python workers and lockgate's subtask hosts) and the global job parameters."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 import uuid
 
 from lockgate_it_support import collect
+
+from lockgate.datastream import MapFunction
 
 
 def test_added_python_files_and_directories_reach_the_tasks(make_env, tmp_path):
@@ -30,3 +33,19 @@ def test_added_python_files_and_directories_reach_the_tasks(make_env, tmp_path):
         for name in (file_module, dir_module):
             sys.modules.pop(name, None)
     assert sorted(actual) == [("dir", ("file", n)) for n in (1, 2, 3)]
+
+
+class Greeting(MapFunction):
+    def open(self, runtime_context):
+        self.greeting = runtime_context.get_job_parameter("greeting", "hello")
+        self.missing = runtime_context.get_job_parameter("missing", "default")
+
+    def map(self, value):
+        return self.greeting, self.missing, value
+
+
+def test_functions_read_the_global_job_parameters(make_env):
+    env = make_env(parallelism=2)
+    env.get_config().set_global_job_parameters({"greeting": "hi, there: 'you'"})
+    actual = collect(env.from_collection([1, 2]).rebalance().map(Greeting()))
+    assert sorted(actual) == [("hi, there: 'you'", "default", n) for n in (1, 2)]
