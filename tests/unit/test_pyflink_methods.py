@@ -46,7 +46,6 @@ KNOWN_GAPS = {
         "get_min_file_size_threshold",
         "get_write_buffer_size",
     },
-    "lockgate.datastream.functions.RuntimeContext": {"get_metrics_group"},
     "lockgate.datastream.window.ContinuousEventTimeTrigger": {"register_next_fire_timestamp"},
     "lockgate.datastream.window.ContinuousProcessingTimeTrigger": {"register_next_fire_timestamp"},
 }
@@ -152,6 +151,12 @@ def _file_sink():
     return FileSink
 
 
+def _runtime_context():
+    from lockgate.runtime.taskexecutor.context import SubtaskRuntimeContext
+
+    return SubtaskRuntimeContext("Map", 0, 1, 128, 0, {})
+
+
 def _rocksdb():
     from lockgate.datastream.state_backend import EmbeddedRocksDBStateBackend
 
@@ -203,6 +208,7 @@ NOT_SUPPORTED = [
     ("FileSource.for_bulk_file_format", _file_source, (None, "/data")),
     ("FileSink.for_bulk_format", _file_sink, ("/out", None)),
     ("EmbeddedRocksDBStateBackend.set_options", _rocksdb, ("org.example.Options",)),
+    ("RuntimeContext.get_metrics_group", _runtime_context, ()),
 ]
 
 

@@ -68,6 +68,10 @@ class RuntimeContext(ABC):
     def get_index_of_this_subtask(self) -> int: ...
 
     @abstractmethod
+    def get_metrics_group(self) -> Any:
+        """Not supported yet: raises ``NotSupportedYetError`` naming the alternative."""
+
+    @abstractmethod
     def get_job_parameter(self, key: str, default_value: str) -> str:
         """The global job parameter ``key`` (``ExecutionConfig.set_global_job_parameters``,
         the setting ``pipeline.global-job-parameters``), else ``default_value``."""

@@ -6,7 +6,7 @@ from enum import Enum
 from typing import Any, NoReturn
 
 from lockgate.common.clock import processing_time_ms
-from lockgate.common.unsupported import NotSupportedYetError
+from lockgate.common.unsupported import not_supported
 from lockgate.runtime.taskexecutor.watermarks import LONG_MIN
 
 
@@ -53,9 +53,9 @@ class SubtaskRuntimeContext:
         return self._job_parameters.get(key, default_value)
 
     def get_metrics_group(self) -> NoReturn:
-        raise NotSupportedYetError(
-            "RuntimeContext.get_metrics_group is not supported yet by lockgate: use "
-            "lockgate.progress for per-epoch figures, or count in state or a side output"
+        not_supported(
+            "RuntimeContext.get_metrics_group",
+            "lockgate.progress for per-epoch figures, or count in state or a side output",
         )
 
     def keyed_state_store(self) -> SubtaskRuntimeContext | None:
