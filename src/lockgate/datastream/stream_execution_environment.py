@@ -310,7 +310,8 @@ class StreamExecutionEnvironment:
         """The job declared so far, as JSON in the shape of Flink's streaming plan: lockgate's
         graph of operators (with their uids and the tasks they are chained into; see
         ``lockgate.graph.job_graph.execution_plan``). The job stays declared: call it before
-        ``execute``."""
+        ``execute``. Without a parallelism set, the plan's is Spark's default parallelism,
+        which starts the Spark session."""
         return execution_plan(self._job_graph(self._transformations))
 
     def _job_master(self, job_name: str | None) -> JobMaster:
