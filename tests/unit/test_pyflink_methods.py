@@ -39,8 +39,6 @@ KNOWN_GAPS = {
             "TimestampTypeInfo",
         )
     },
-    # Row is being reworked on its own (lockgate.common.types)
-    "lockgate.common.types.Row": {"get_row_kind", "set_row_kind", "set_field_names", "of_kind"},
     "lockgate.datastream.checkpoint_storage.JobManagerCheckpointStorage": {"get_max_state_size"},
     "lockgate.datastream.checkpoint_storage.FileSystemCheckpointStorage": {
         "get_min_file_size_threshold",
