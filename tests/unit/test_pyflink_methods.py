@@ -44,8 +44,6 @@ KNOWN_GAPS = {
         "get_min_file_size_threshold",
         "get_write_buffer_size",
     },
-    "lockgate.datastream.window.ContinuousEventTimeTrigger": {"register_next_fire_timestamp"},
-    "lockgate.datastream.window.ContinuousProcessingTimeTrigger": {"register_next_fire_timestamp"},
 }
 
 

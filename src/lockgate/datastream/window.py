@@ -263,10 +263,13 @@ class _ContinuousTrigger(Trigger[Any, Any]):
     def _delete(self, ctx: Any, time: int) -> None:
         raise NotImplementedError
 
-    def _schedule(self, ctx: Any, time: int, window: Any) -> None:
-        """The next firing after ``time`` (at the window's end at the latest)."""
-        next_fire = min(time, window.max_timestamp())
-        ctx.get_partitioned_state(self.fire_time).add(next_fire)
+    def register_next_fire_timestamp(
+        self, time: int, window: Any, ctx: Any, fire_timestamp_state: Any
+    ) -> None:
+        """Schedule the firing one interval after ``time`` (at the window's end at the
+        latest): in ``fire_timestamp_state`` and as a timer, as PyFlink's does."""
+        next_fire = min(time + self.interval, window.max_timestamp())
+        fire_timestamp_state.add(next_fire)
         self._register(ctx, next_fire)
 
     def _fires_at(self, time: int, ctx: Any, window: Any) -> bool:
@@ -275,7 +278,7 @@ class _ContinuousTrigger(Trigger[Any, Any]):
         if fire_time.get() != time:
             return False
         fire_time.clear()
-        self._schedule(ctx, time + self.interval, window)
+        self.register_next_fire_timestamp(time, window, ctx, fire_time)
         return True
 
     def can_merge(self) -> bool:
@@ -308,8 +311,10 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
         ctx.register_event_time_timer(window.max_timestamp())
-        if ctx.get_partitioned_state(self.fire_time).get() is None:
-            self._schedule(ctx, timestamp - timestamp % self.interval + self.interval, window)
+        fire_time = ctx.get_partitioned_state(self.fire_time)
+        if fire_time.get() is None:
+            start = timestamp - timestamp % self.interval
+            self.register_next_fire_timestamp(start, window, ctx, fire_time)
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
@@ -331,9 +336,10 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
         ctx.delete_processing_time_timer(time)
 
     def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> TriggerResult:
-        if ctx.get_partitioned_state(self.fire_time).get() is None:
+        fire_time = ctx.get_partitioned_state(self.fire_time)
+        if fire_time.get() is None:
             now = ctx.get_current_processing_time()
-            self._schedule(ctx, now - now % self.interval + self.interval, window)
+            self.register_next_fire_timestamp(now - now % self.interval, window, ctx, fire_time)
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
