@@ -43,9 +43,15 @@ delay), so each window, join, timer and session sees the same records on every s
 and q6's updating results are one update per closed auction that had a bid, in whatever
 order, so their counts are fixed too where the values in between are not.
 
-On this 2-core machine PyFlink ran these queries at 8-35k events/s (20,000 events each): at
-the default 300,000 events each takes it 10-40 s, and the whole ``--peers`` run about 12
-minutes.
+Measured on a 2-core machine shared with other test runs (three runs of the default
+command, PyFlink 2.3.0, Java 17): PyFlink ran the queries at 6-39k events/s, 8-10 s for
+q0-q2 and up to 48 s for q5; the whole ``--peers`` run took about 6 minutes. lockgate ran
+them at 26-223k events/s, and the ratios were min 2.5, 1.6, 3.9 and median 5.3, 2.8, 6.1,
+as the load of the other runs (2 to 13) fell on one system or the other: compare runs made
+on a quiet machine. Generating the events alone (``NexmarkGenerator.event``, the same
+Python code in both systems) costs about 7 us per event on one core here, so no system
+passes about 140k events/s per core on any query, while 10x PyFlink's q0 (about 35k
+events/s on two cores) is 175k per core: under 6 us per event for everything.
 
 Usage: ``PYTHONPATH=src python bench/nexmark.py [--events N] [--queries q0,q5]
 [--backend hashmap|rocksdb|both] [--parallelism P] [--max-records-per-split M]
