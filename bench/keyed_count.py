@@ -81,16 +81,21 @@ import math
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import keyed_events
 from cpu_tree import TreeCpu, session_cores
 from keyed_events import RecordWindow, TimedKey, make_events, read_window
+from peer_runs import (
+    PEERS_DIR,
+    PYFLINK_NOT_INSTALLED,
+    add_peer_arguments,
+    ratio,
+    run_pyflink_script,
+)
 from pyspark import cloudpickle
 
 from lockgate.common import Configuration
@@ -165,8 +170,6 @@ __all__ = [
     "state_backend",
     "user_code_loop_rate",
 ]
-PEERS_DIR = Path(__file__).resolve().parent / "peers"
-PEER_TIMEOUT_S = 3600
 _RATE_LINE = re.compile(r"^keyed_count system=(\S+) events_per_s=(\S+)$")
 
 
@@ -234,16 +237,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=3,
         help="timed runs of the job (and of the user-code loop); the median one is reported",
     )
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        help="also run the job on PyFlink and Spark transformWithStateInPandas and compare",
-    )
-    parser.add_argument(
-        "--pyflink-python",
-        default=os.environ.get("LOCKGATE_PYFLINK_PYTHON"),
-        help="interpreter with apache-flink installed (default: $LOCKGATE_PYFLINK_PYTHON; "
-        "unset: the PyFlink peer is skipped)",
+    add_peer_arguments(
+        parser, "also run the job on PyFlink and Spark transformWithStateInPandas and compare"
     )
     return parser.parse_args(argv)
 
@@ -432,15 +427,9 @@ def main(argv: list[str] | None = None) -> None:
     spark.stop()
     pyflink = pyflink_rate(args, len(events))
     print(
-        f"keyed_count ratio_vs_pyflink={_ratio(lockgate_rate, pyflink):.2f} "
-        f"ratio_vs_spark_tws={_ratio(lockgate_rate, spark_tws):.2f}"
+        f"keyed_count ratio_vs_pyflink={ratio(lockgate_rate, pyflink):.2f} "
+        f"ratio_vs_spark_tws={ratio(lockgate_rate, spark_tws):.2f}"
     )
-
-
-def _ratio(rate: float, peer_rate: float) -> float:
-    if math.isnan(peer_rate) or peer_rate <= 0:
-        return math.nan
-    return rate / peer_rate
 
 
 def _peer_line(system: str, rate: float, reason: str | None = None) -> float:
@@ -474,54 +463,24 @@ def spark_tws_rate(spark, args: argparse.Namespace, events: list) -> float:
     return _peer_line("spark_tws", rate)
 
 
-def peer_environment() -> dict[str, str]:
-    """This process's environment without PYTHONPATH, for a peer in another interpreter:
-    packages put on this one's path (lockgate's src, pandas for Spark's peer) must not
-    shadow that venv's own."""
-    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-
-
 def _run_pyflink(args: argparse.Namespace, events: int, mode: str) -> tuple[float, str]:
-    command = [
-        args.pyflink_python,
-        str(PEERS_DIR / "pyflink_keyed_count.py"),
+    arguments = [
         f"--events={events}",
         f"--keys={args.keys}",
         f"--parallelism={args.parallelism}",
         f"--mode={mode}",
     ]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=PEER_TIMEOUT_S,
-            check=False,
-            env=peer_environment(),
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return math.nan, f"{mode} mode failed: {error}"
-    lines = done.stdout.strip().splitlines()
-    for line in lines:
-        if line.startswith("pyflink "):
-            print(line)
+    lines, failure = run_pyflink_script(args.pyflink_python, "pyflink_keyed_count.py", arguments)
     match = _RATE_LINE.match(lines[-1]) if lines else None
-    if done.returncode != 0 or match is None:
-        errors = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        last = errors[-1] if errors else f"exit code {done.returncode}"
-        return math.nan, f"{mode} mode failed: {last}"
+    if failure or match is None:
+        return math.nan, f"{mode} mode failed: {failure or 'no figures line'}"
     return float(match.group(2)), ""
 
 
 def pyflink_rate(args: argparse.Namespace, events: int) -> float:
     """The job on PyFlink, in its own interpreter: thread mode, else process mode."""
     if not args.pyflink_python:
-        return _peer_line(
-            "pyflink",
-            math.nan,
-            "not installed: give --pyflink-python or LOCKGATE_PYFLINK_PYTHON "
-            "(an interpreter with apache-flink)",
-        )
+        return _peer_line("pyflink", math.nan, PYFLINK_NOT_INSTALLED)
     reasons = []
     for mode in ("thread", "process"):
         rate, reason = _run_pyflink(args, events, mode)

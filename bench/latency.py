@@ -82,6 +82,7 @@ import time
 from pathlib import Path
 
 import keyed_count
+from peer_runs import PEERS_DIR, add_peer_arguments, peer_environment
 from pyspark import cloudpickle
 
 from lockgate.common import Configuration, Duration, Encoder, Types, WatermarkStrategy
@@ -100,7 +101,6 @@ from lockgate.datastream.connectors.file_system import (
 from lockgate.datastream.state import ValueStateDescriptor
 
 BENCH_DIR = Path(__file__).resolve().parent
-PEERS_DIR = BENCH_DIR / "peers"
 MODES = ("AT_LEAST_ONCE", "EXACTLY_ONCE")
 PYFLINK_START_TIMEOUT_S = 300
 STOP_TIMEOUT_S = 120
@@ -133,12 +133,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-interval-ms", type=int, default=1000)
     parser.add_argument("--poll-ms", type=int, default=20, help="the watcher's listing interval")
     keyed_count.add_spark_arguments(parser)
-    parser.add_argument("--peers", action="store_true", help="also run PyFlink and Spark TWS")
-    parser.add_argument(
-        "--pyflink-python",
-        default=os.environ.get("LOCKGATE_PYFLINK_PYTHON"),
-        help="interpreter with apache-flink installed (default: $LOCKGATE_PYFLINK_PYTHON)",
-    )
+    add_peer_arguments(parser, "also run PyFlink and Spark TWS")
     args = parser.parse_args(argv)
     args.rate_list = [int(rate) for rate in args.rates.split(",") if rate.strip()]
     args.mode_list = [mode.strip().upper() for mode in args.modes.split(",") if mode.strip()]
@@ -381,7 +376,7 @@ def run_pyflink(args, rate: int, mode: str) -> dict:
             stderr=errors,
             text=True,
             start_new_session=True,  # its own process group: the JVM goes with it
-            env=keyed_count.peer_environment(),
+            env=peer_environment(),
         )
         try:
             lines: queue.Queue = queue.Queue()

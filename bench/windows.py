@@ -89,9 +89,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -101,14 +99,13 @@ import window_events
 from cpu_tree import TreeCpu, session_cores
 from keyed_count import (
     BACKENDS,
-    PEERS_DIR,
     add_job_arguments,
     epoch_floor_ms,
-    peer_environment,
     start_session,
     state_backend,
 )
 from keyed_events import RecordWindow, TimedKey, read_window
+from peer_runs import PYFLINK_NOT_INSTALLED, add_peer_arguments, ratio, run_pyflink_script
 from pyspark import cloudpickle
 from window_events import (
     JOBS,
@@ -143,7 +140,6 @@ from lockgate.datastream.state import ValueStateDescriptor
 cloudpickle.register_pickle_by_value(keyed_events)
 cloudpickle.register_pickle_by_value(window_events)
 
-PEER_TIMEOUT_S = 3600
 WARM_UP_EVENTS = 2000
 
 
@@ -258,17 +254,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=3,
         help="timed runs of each job on each backend; the median one is reported",
     )
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        help="also run the jobs on PyFlink and compare",
-    )
-    parser.add_argument(
-        "--pyflink-python",
-        default=os.environ.get("LOCKGATE_PYFLINK_PYTHON"),
-        help="interpreter with apache-flink installed (default: $LOCKGATE_PYFLINK_PYTHON; "
-        "unset: the PyFlink peer is skipped)",
-    )
+    add_peer_arguments(parser, "also run the jobs on PyFlink and compare")
     return parser.parse_args(argv)
 
 
@@ -392,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     pyflink = pyflink_rates(args, len(events))
     ratios = {
-        backend: {job: _ratio(rates[backend][job], pyflink[job]) for job in args.jobs}
+        backend: {job: ratio(rates[backend][job], pyflink[job]) for job in args.jobs}
         for backend in backends
     }
     for job in args.jobs:
@@ -407,42 +393,18 @@ def main(argv: list[str] | None = None) -> None:
     print(f"windows ratio_vs_pyflink={means.get('hashmap', math.nan):.2f} {per_backend}")
 
 
-def _ratio(rate: float, peer_rate: float) -> float:
-    if math.isnan(peer_rate) or peer_rate <= 0:
-        return math.nan
-    return rate / peer_rate
-
-
 def _run_pyflink(args: argparse.Namespace, events: int, job: str, mode: str) -> tuple[float, str]:
-    command = [
-        args.pyflink_python,
-        str(PEERS_DIR / "pyflink_windows.py"),
+    arguments = [
         f"--events={events}",
         f"--keys={args.keys}",
         f"--parallelism={args.parallelism}",
         f"--mode={mode}",
         f"--jobs={job}",
     ]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=PEER_TIMEOUT_S,
-            check=False,
-            env=peer_environment(),
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return math.nan, f"{mode} mode failed: {error}"
-    lines = done.stdout.strip().splitlines()
-    for line in lines:
-        if line.startswith("pyflink "):
-            print(line, flush=True)
+    lines, failure = run_pyflink_script(args.pyflink_python, "pyflink_windows.py", arguments)
     match = RATE_LINE.match(lines[-1]) if lines else None
-    if done.returncode != 0 or match is None or match.group(1) != job:
-        errors = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        last = errors[-1] if errors else f"exit code {done.returncode}"
-        return math.nan, f"{mode} mode failed: {last}"
+    if failure or match is None or match.group(1) != job:
+        return math.nan, f"{mode} mode failed: {failure or 'no figures line'}"
     rate = float(match.group(3))
     if math.isnan(rate):
         return rate, f"{mode} mode failed (see the pyflink line above)"
@@ -457,10 +419,7 @@ def pyflink_rates(args: argparse.Namespace, events: int) -> dict[str, float]:
         reasons = []
         rate = math.nan
         if not args.pyflink_python:
-            reasons.append(
-                "not installed: give --pyflink-python or LOCKGATE_PYFLINK_PYTHON "
-                "(an interpreter with apache-flink)"
-            )
+            reasons.append(PYFLINK_NOT_INSTALLED)
         else:
             for mode in ("thread", "process"):
                 rate, reason = _run_pyflink(args, events, job, mode)

@@ -22,8 +22,6 @@ per subtask and ``python.fn-execution.bundle.size`` 10000.
 from __future__ import annotations
 
 import argparse
-import os
-import site
 import sys
 import tempfile
 import time
@@ -32,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from keyed_events import TimedKey, make_events, read_window, write_mark
+from pyflink_setup import BENCH_DIR, discarding_sink, set_pythonpath, tuned_environment
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -44,28 +43,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-BENCH_DIR = str(Path(__file__).resolve().parent.parent)
-
-
-def _set_pythonpath(mode: str) -> None:
-    """Thread mode embeds CPython in the JVM: it finds pyflink only through PYTHONPATH. Set it
-    before the gateway (the JVM) starts; the JVM inherits this process's environment. The
-    bench directory goes on it in either mode, for keyed_events (the key function)."""
-    paths = [p for p in site.getsitepackages() if os.path.isdir(p)] if mode == "thread" else []
-    paths.append(BENCH_DIR)
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    _set_pythonpath(args.mode)
+    set_pythonpath(args.mode, BENCH_DIR)  # keyed_events: the key function
 
-    from pyflink.common import Configuration, Types
-    from pyflink.datastream import KeyedProcessFunction, StreamExecutionEnvironment
-    from pyflink.datastream.connectors.base import Sink
+    from pyflink.common import Types
+    from pyflink.datastream import KeyedProcessFunction
     from pyflink.datastream.state import ValueStateDescriptor
-    from pyflink.java_gateway import get_gateway
 
     class CountAndSum(KeyedProcessFunction):
         """keyed_count's TimedCountAndSum: (count, sum) per key, every update emitted, the
@@ -98,18 +82,9 @@ def main(argv: list[str] | None = None) -> None:
                 write_mark(self.marks_dir, self.first, self.last, self.count)
 
     keys_per_subtask = -(-args.keys // args.parallelism)
-    config = Configuration()
-    config.set_string("python.executable", sys.executable)
-    config.set_string("python.client.executable", sys.executable)
-    config.set_string("python.execution-mode", args.mode)
-    config.set_string("state.backend.type", "hashmap")
-    config.set_string("python.state.cache-size", str(2 * keys_per_subtask))
-    config.set_string("python.fn-execution.bundle.size", "10000")
-    if args.checkpoint_interval_ms > 0:
-        config.set_string("execution.checkpointing.interval", f"{args.checkpoint_interval_ms} ms")
-    env = StreamExecutionEnvironment.get_execution_environment(config)
-    env.set_parallelism(args.parallelism)
-    env.set_python_executable(sys.executable)
+    env = tuned_environment(
+        args.mode, args.parallelism, 2 * keys_per_subtask, args.checkpoint_interval_ms
+    )
 
     events = make_events(args.events, args.keys)
     event_type = Types.TUPLE([Types.LONG(), Types.LONG()])
@@ -120,10 +95,7 @@ def main(argv: list[str] | None = None) -> None:
             .key_by(TimedKey(marks_dir), key_type=Types.LONG())
             .process(CountAndSum(marks_dir), output_type=out_type)
         )
-        # PyFlink has no Python DiscardingSink: use Java's (sink v2), as lockgate's bench does.
-        jvm = get_gateway().jvm
-        discarding = jvm.org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink()
-        stream.sink_to(Sink(discarding))
+        stream.sink_to(discarding_sink())
         started = time.perf_counter()
         env.execute("keyed_count_pyflink")
         seconds = time.perf_counter() - started

@@ -22,10 +22,10 @@ the job and exits.
 from __future__ import annotations
 
 import argparse
-import os
-import site
 import sys
 import time
+
+from pyflink_setup import set_pythonpath
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -42,14 +42,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _set_pythonpath() -> None:
-    """Thread mode embeds CPython in the JVM: it finds pyflink only through PYTHONPATH. Set it
-    before the gateway (the JVM) starts; the JVM inherits this process's environment."""
-    paths = [p for p in site.getsitepackages() if os.path.isdir(p)]
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
-
-
 def parse(line):
     key, arrival = line.split(",")
     return int(key), int(arrival)
@@ -61,8 +53,7 @@ def event_key(event):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    if args.mode == "thread":
-        _set_pythonpath()
+    set_pythonpath(args.mode)
 
     from pyflink.common import Configuration, Duration, Encoder, Types, WatermarkStrategy
     from pyflink.datastream import KeyedProcessFunction, StreamExecutionEnvironment

@@ -59,8 +59,6 @@ paths over a window of 8-15 s) thread mode gave 9.1k, 6.8k, 12.0k and process mo
 from __future__ import annotations
 
 import argparse
-import os
-import site
 import sys
 import tempfile
 import time
@@ -70,6 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import window_events
 from keyed_events import TimedKey, read_window
+from pyflink_setup import BENCH_DIR, discarding_sink, set_pythonpath, tuned_environment
 from window_events import (
     JOBS,
     OUT_OF_ORDERNESS_S,
@@ -113,36 +112,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-BENCH_DIR = str(Path(__file__).resolve().parent.parent)
-
-
-def _set_pythonpath(mode: str) -> None:
-    """Thread mode embeds CPython in the JVM: it finds pyflink only through PYTHONPATH. Set it
-    before the gateway (the JVM) starts; the JVM inherits this process's environment. The
-    bench directory goes on it in either mode, for keyed_events and window_events."""
-    paths = [p for p in site.getsitepackages() if os.path.isdir(p)] if mode == "thread" else []
-    paths.append(BENCH_DIR)
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    _set_pythonpath(args.mode)
+    set_pythonpath(args.mode, BENCH_DIR)  # keyed_events and window_events
 
-    from pyflink.common import Configuration, Duration, Time, Types, WatermarkStrategy
+    from pyflink.common import Duration, Time, Types, WatermarkStrategy
     from pyflink.common.watermark_strategy import TimestampAssigner
     from pyflink.datastream import (
         AggregateFunction,
         KeyedProcessFunction,
         MapFunction,
         ReduceFunction,
-        StreamExecutionEnvironment,
     )
-    from pyflink.datastream.connectors.base import Sink
     from pyflink.datastream.state import ValueStateDescriptor
     from pyflink.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
-    from pyflink.java_gateway import get_gateway
 
     class Timestamps(window_events.TimedTimestamps, TimestampAssigner):
         pass
@@ -177,21 +160,9 @@ def main(argv: list[str] | None = None) -> None:
 
     def environment():
         keys_per_subtask = -(-args.keys // args.parallelism)
-        config = Configuration()
-        config.set_string("python.executable", sys.executable)
-        config.set_string("python.client.executable", sys.executable)
-        config.set_string("python.execution-mode", args.mode)
-        config.set_string("state.backend.type", "hashmap")
-        config.set_string("python.state.cache-size", str(2 * keys_per_subtask))
-        config.set_string("python.fn-execution.bundle.size", "10000")
-        if args.checkpoint_interval_ms > 0:
-            config.set_string(
-                "execution.checkpointing.interval", f"{args.checkpoint_interval_ms} ms"
-            )
-        env = StreamExecutionEnvironment.get_execution_environment(config)
-        env.set_parallelism(args.parallelism)
-        env.set_python_executable(sys.executable)
-        return env
+        return tuned_environment(
+            args.mode, args.parallelism, 2 * keys_per_subtask, args.checkpoint_interval_ms
+        )
 
     def build(env, job: str, events: list, marks_dir: str) -> None:
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(
@@ -217,11 +188,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             out = keyed.process(CountWithTimers(), output_type=key_count_type)
             out_type = key_count_type
-        # PyFlink has no Python DiscardingSink: use Java's (sink v2), as lockgate's bench does.
-        discarding = get_gateway().jvm.org.apache.flink.streaming.api.functions.sink.v2
-        out.map(LastRecord(marks_dir), output_type=out_type).sink_to(
-            Sink(discarding.DiscardingSink())
-        )
+        out.map(LastRecord(marks_dir), output_type=out_type).sink_to(discarding_sink())
 
     events = make_events(args.events, args.keys)
     for job in args.jobs:

@@ -26,19 +26,21 @@ event time; their sizes (milliseconds) default to Nexmark's. ``QUERIES`` names t
 - q11 user sessions: ``(bidder, bids, session start, session end)`` per bidder and
   session window (gap 10 s).
 
-Spark's Python workers need not be able to import this module: its functions travel by
-value (``cloudpickle.register_pickle_by_value``).
+The module is a PyFlink program with its imports moved from ``pyflink`` to ``lockgate``:
+bench/peers/pyflink_nexmark.py runs it on PyFlink with them swapped back (and Nexmark's
+records, from lockgate's connector, taken from its pure-Python model). So its state
+descriptors declare their type (``PICKLED``: PyFlink needs one) and its
+AggregateFunctions define ``merge`` (abstract in PyFlink). A job's workers need not import
+it: whoever runs the queries registers it for pickling by value with their engine's
+cloudpickle (bench/nexmark.py and its test do).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pyspark import cloudpickle
-
-from lockgate.common import Time
+from lockgate.common import Time, Types
 from lockgate.datastream import (
     AggregateFunction,
     DataStream,
@@ -56,12 +58,11 @@ from lockgate.datastream.window import (
     TumblingEventTimeWindows,
 )
 
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
 DOLLAR_TO_EURO = 0.908
 Q2_AUCTION_SKIP = 123
 Q3_STATES = ("OR", "ID", "CA")
 Q3_CATEGORY = 10
+PICKLED = Types.PICKLED_BYTE_ARRAY()  # the type of the states' values: Python objects
 
 
 def bids(events: DataStream) -> DataStream:
@@ -108,8 +109,8 @@ class SellerJoin(KeyedCoProcessFunction):
     arrives before its seller (Nexmark refers to people up to 10 ahead) waits for them."""
 
     def open(self, runtime_context: Any) -> None:
-        self.person = runtime_context.get_state(ValueStateDescriptor("person"))
-        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting"))
+        self.person = runtime_context.get_state(ValueStateDescriptor("person", PICKLED))
+        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting", PICKLED))
 
     def process_element1(self, person: Person, ctx: Any) -> Iterable[Any]:
         self.person.update((person.name, person.city, person.state))
@@ -147,9 +148,9 @@ class WinningBid(KeyedCoProcessFunction):
     for it."""
 
     def open(self, runtime_context: Any) -> None:
-        self.auction = runtime_context.get_state(ValueStateDescriptor("auction"))
-        self.best = runtime_context.get_state(ValueStateDescriptor("best"))
-        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting"))
+        self.auction = runtime_context.get_state(ValueStateDescriptor("auction", PICKLED))
+        self.best = runtime_context.get_state(ValueStateDescriptor("best", PICKLED))
+        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting", PICKLED))
 
     def process_element1(self, auction: Auction, ctx: Any) -> None:
         self.auction.update((auction.seller, auction.category, auction.date_time, auction.expires))
@@ -183,7 +184,7 @@ class CategoryAverage(KeyedProcessFunction):
     """Per category: the average of the winning prices so far, with their count."""
 
     def open(self, runtime_context: Any) -> None:
-        self.totals = runtime_context.get_state(ValueStateDescriptor("totals"))
+        self.totals = runtime_context.get_state(ValueStateDescriptor("totals", PICKLED))
 
     def process_element(self, winner: tuple[int, int, int, int], ctx: Any) -> Iterable[Any]:
         _, _, category, price = winner
@@ -218,8 +219,8 @@ class SellerAverage(KeyedProcessFunction):
         self.last = last
 
     def open(self, runtime_context: Any) -> None:
-        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting"))
-        self.prices = runtime_context.get_state(ValueStateDescriptor("prices"))
+        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting", PICKLED))
+        self.prices = runtime_context.get_state(ValueStateDescriptor("prices", PICKLED))
 
     def process_element(self, winner: tuple[int, int, int, int], ctx: Any) -> None:
         auction, _, _, price = winner
@@ -329,6 +330,13 @@ class HighestBids(AggregateFunction):
     def get_result(self, accumulator: tuple[int, list[Bid]]) -> list[Bid]:
         return accumulator[1]
 
+    def merge(
+        self, acc_a: tuple[int, list[Bid]], acc_b: tuple[int, list[Bid]]
+    ) -> tuple[int, list[Bid]]:
+        if acc_a[0] == acc_b[0]:
+            return (acc_a[0], [*acc_a[1], *acc_b[1]])
+        return max(acc_a, acc_b, key=lambda accumulator: accumulator[0])
+
 
 class EachBid(ProcessAllWindowFunction):
     def process(self, context: Any, elements: Iterable[list[Bid]]) -> Iterable[Any]:
@@ -364,6 +372,11 @@ class PersonAndAuction(AggregateFunction):
 
     def get_result(self, accumulator: tuple[str | None, bool]) -> tuple[str | None, bool]:
         return accumulator
+
+    def merge(
+        self, acc_a: tuple[str | None, bool], acc_b: tuple[str | None, bool]
+    ) -> tuple[str | None, bool]:
+        return (acc_a[0] if acc_a[0] is not None else acc_b[0], acc_a[1] or acc_b[1])
 
 
 class NewSeller(ProcessWindowFunction):

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from pyspark import cloudpickle
 
 from lockgate.datastream.connectors.nexmark import (
     Auction,
@@ -19,6 +20,9 @@ from lockgate.datastream.connectors.nexmark import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from nexmark import queries
+
+# Spark's Python workers cannot import examples/: ship the queries by value.
+cloudpickle.register_pickle_by_value(queries)
 
 SOURCE = NexmarkSource(
     3000,
