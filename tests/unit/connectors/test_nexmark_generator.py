@@ -11,6 +11,7 @@ from itertools import pairwise
 import pytest
 
 from lockgate.common.records import RecordFormatError
+from lockgate.connectors.nexmark.generator import EventDraws
 from lockgate.datastream.connectors.nexmark import (
     Auction,
     Bid,
@@ -171,3 +172,22 @@ def test_the_watermark_bound_is_the_out_of_order_delay():
     event = NexmarkGenerator(source.config).event(3)
     assert strategy.timestamp_assigner.extract_timestamp(event, 0) == event.date_time
     assert strategy.out_of_orderness_ms == 250
+
+
+def test_an_events_draws_are_uniform_and_a_function_of_seed_and_index():
+    def draws(seed: int, index: int, n: int = 40) -> list[float]:
+        event = EventDraws(seed)
+        event.start(index)
+        return [event.random() for _ in range(n)]  # 40: past the first hash's sixteen
+
+    assert draws(1, 7) == draws(1, 7)
+    assert draws(1, 7) != draws(1, 8) and draws(1, 7) != draws(2, 7)
+    many = [x for index in range(500) for x in draws(3, index)]
+    assert all(0.0 <= x < 1.0 for x in many)
+    assert len(set(many)) == len(many)  # no block repeats another
+    assert abs(sum(many) / len(many) - 0.5) < 0.01
+    tenths = Counter(int(x * 10) for x in many)
+    assert all(abs(tenths[d] - len(many) / 10) < len(many) / 50 for d in range(10))
+    event = EventDraws(3)
+    event.start(0)
+    assert sorted({event.below(4) for _ in range(200)}) == [0, 1, 2, 3]

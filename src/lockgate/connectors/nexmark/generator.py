@@ -33,16 +33,20 @@ The model:
   text rather than drawn one by one (the Python cost of a record matters more than the
   padding's content).
 
-Each event draws its random numbers from a ``random.Random`` seeded with ``(seed, i)``, as
-Nexmark seeds one with the event id: event ``i`` is a pure function of the configuration
-and ``i``, so a source splits by index ranges and restores by offset. The numbers are
-Python's, not Java's: the events follow Nexmark's distributions, not its exact values.
+Each event draws its random numbers from a keyed hash of ``(seed, i)`` (``EventDraws``), as
+Nexmark seeds a generator with the event id: event ``i`` is a pure function of the
+configuration and ``i``, so a source splits by index ranges and restores by offset. The
+numbers are not Java's: the events follow Nexmark's distributions, not its exact values.
+Strings, like the padding, are cut from one fixed random text of Nexmark's characters at a
+random place and length.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import string
+import struct
 from dataclasses import dataclass, fields
 
 from lockgate.connectors.nexmark.model import Auction, Bid, Event, Person
@@ -109,8 +113,11 @@ LAST_NAMES = (
 )
 
 MIN_STRING_LENGTH = 3
+MAX_STRING_LENGTH = 100
 # One space in 13 characters, as Nexmark's nextString
-_STRING_CHARS = string.ascii_lowercase * 12 + " " * 26
+_STRING_TEXT = "".join(
+    random.Random(1).choices(string.ascii_lowercase * 12 + " " * 26, k=MAX_STRING_LENGTH * 20)
+)
 MAX_BYTE_SIZE = 4096  # of an event's padding, and so of its average size
 _PAD = "".join(random.Random(0).choices(string.ascii_lowercase, k=MAX_BYTE_SIZE * 6 // 5))
 
@@ -189,12 +196,56 @@ def last_base0_auction_id(event_id: int) -> int:
     return epoch * AUCTION_PROPORTION + offset
 
 
+_SIXTEEN_WORDS = struct.Struct("<16I").unpack
+_TO_UNIT = 2.0**-32  # 32 random bits to a float in [0, 1): finer than any draw here needs
+
+
+class EventDraws:
+    """One event's uniform random numbers in [0, 1): sixteen from each BLAKE2b hash of the
+    event's index (and a block number, for an event that needs more), keyed by the seed.
+    Seeding a Mersenne Twister per event cost about half of an event's generation."""
+
+    __slots__ = ("_block", "_index", "_key", "_left")
+
+    def __init__(self, seed: int):
+        self._key = str(seed).encode()[:64]  # BLAKE2b's longest key
+        self._index = 0
+        self._block = 0
+        self._left: list[float] = []
+
+    def start(self, index: int) -> None:
+        """The draws of event ``index``, from its first."""
+        self._index = index
+        self._block = 0
+        self._left = self._hash()
+
+    def _hash(self) -> list[float]:
+        data = self._index.to_bytes(8, "little") + self._block.to_bytes(4, "little")
+        words = _SIXTEEN_WORDS(hashlib.blake2b(data, digest_size=64, key=self._key).digest())
+        return [word * _TO_UNIT for word in words]
+
+    def random(self) -> float:
+        left = self._left
+        if not left:
+            self._block += 1
+            left = self._left = self._hash()
+        return left.pop()
+
+    def below(self, n: int) -> int:
+        """A uniform integer in ``[0, n)``."""
+        left = self._left
+        if not left:
+            self._block += 1
+            left = self._left = self._hash()
+        return int(left.pop() * n)
+
+
 class NexmarkGenerator:
     """Event ``i`` of a configuration, computed from ``i`` alone."""
 
     def __init__(self, config: NexmarkConfig):
         self.config = config
-        self._rng = random.Random()
+        self._rng = EventDraws(config.seed)
         # The event time that num_in_flight_auctions auctions take to arrive
         self._auction_events = config.num_in_flight_auctions * TOTAL_PROPORTION
         self._auction_events //= AUCTION_PROPORTION
@@ -206,10 +257,10 @@ class NexmarkGenerator:
     def event(self, i: int) -> Event:
         config = self.config
         rng = self._rng
-        rng.seed((config.seed << 64) | i)
+        rng.start(i)
         timestamp = self.timestamp(i)
         if config.out_of_order_share and rng.random() < config.out_of_order_share:
-            timestamp -= 1 + _below(rng, config.out_of_order_max_delay)
+            timestamp -= 1 + rng.below(config.out_of_order_max_delay)
         kind = i % TOTAL_PROPORTION
         if kind < PERSON_PROPORTION:
             return self._person(i, rng, timestamp)
@@ -217,27 +268,27 @@ class NexmarkGenerator:
             return self._auction(i, rng, timestamp)
         return self._bid(i, rng, timestamp)
 
-    def _person(self, i: int, rng: random.Random, timestamp: int) -> Person:
-        first = FIRST_NAMES[_below(rng, len(FIRST_NAMES))]
-        name = f"{first} {LAST_NAMES[_below(rng, len(LAST_NAMES))]}"
+    def _person(self, i: int, rng: EventDraws, timestamp: int) -> Person:
+        first = FIRST_NAMES[rng.below(len(FIRST_NAMES))]
+        name = f"{first} {LAST_NAMES[rng.below(len(LAST_NAMES))]}"
         email = f"{_next_string(rng, 7)}@{_next_string(rng, 5)}.com"
-        card = " ".join(f"{_below(rng, 10_000):04d}" for _ in range(4))
-        city = US_CITIES[_below(rng, len(US_CITIES))]
-        state = US_STATES[_below(rng, len(US_STATES))]
+        card = " ".join(f"{rng.below(10_000):04d}" for _ in range(4))
+        city = US_CITIES[rng.below(len(US_CITIES))]
+        state = US_STATES[rng.below(len(US_STATES))]
         size = 8 + len(name) + len(email) + len(card) + len(city) + len(state)
         extra = _next_extra(rng, size, self.config.avg_person_byte_size)
         person_id = last_base0_person_id(i) + FIRST_PERSON_ID
         return Person(person_id, name, email, card, city, state, timestamp, extra)
 
-    def _auction(self, i: int, rng: random.Random, timestamp: int) -> Auction:
-        if _below(rng, self.config.hot_sellers_ratio) > 0:
+    def _auction(self, i: int, rng: EventDraws, timestamp: int) -> Auction:
+        if rng.below(self.config.hot_sellers_ratio) > 0:
             seller = (last_base0_person_id(i) // HOT_SELLER_RATIO) * HOT_SELLER_RATIO
         else:
             seller = self._next_base0_person_id(i, rng)
-        category = FIRST_CATEGORY_ID + _below(rng, NUM_CATEGORIES)
+        category = FIRST_CATEGORY_ID + rng.below(NUM_CATEGORIES)
         initial_bid = _next_price(rng)
         horizon = self.timestamp(i + self._auction_events) - self.timestamp(i)
-        expires = timestamp + 1 + _below(rng, max(horizon * 2, 1))
+        expires = timestamp + 1 + rng.below(max(horizon * 2, 1))
         name = _next_string(rng, 20)
         description = _next_string(rng, 100)
         reserve = initial_bid + _next_price(rng)
@@ -256,24 +307,24 @@ class NexmarkGenerator:
             extra,
         )
 
-    def _bid(self, i: int, rng: random.Random, timestamp: int) -> Bid:
+    def _bid(self, i: int, rng: EventDraws, timestamp: int) -> Bid:
         config = self.config
-        if _below(rng, config.hot_auction_ratio) > 0:
+        if rng.below(config.hot_auction_ratio) > 0:
             auction = (last_base0_auction_id(i) // HOT_AUCTION_RATIO) * HOT_AUCTION_RATIO
         else:
             last = last_base0_auction_id(i)
             least = max(last - config.num_in_flight_auctions, 0)
-            auction = least + _below(rng, last - least + 1 + AUCTION_ID_LEAD)
-        if _below(rng, config.hot_bidders_ratio) > 0:
+            auction = least + rng.below(last - least + 1 + AUCTION_ID_LEAD)
+        if rng.below(config.hot_bidders_ratio) > 0:
             bidder = (last_base0_person_id(i) // HOT_BIDDER_RATIO) * HOT_BIDDER_RATIO + 1
         else:
             bidder = self._next_base0_person_id(i, rng)
         price = _next_price(rng)
-        if _below(rng, HOT_CHANNELS_RATIO) > 0:
-            hot = _below(rng, len(HOT_CHANNELS))
+        if rng.below(HOT_CHANNELS_RATIO) > 0:
+            hot = rng.below(len(HOT_CHANNELS))
             channel, url = HOT_CHANNELS[hot], HOT_URLS[hot]
         else:
-            number = _below(rng, CHANNELS_NUMBER)
+            number = rng.below(CHANNELS_NUMBER)
             channel = f"channel-{number}"
             url = f"https://www.nexmark.com/item.htm?query=1&channel_id={number}"
         extra = _next_extra(rng, 8 + 8 + 8 + 8, config.avg_bid_byte_size)
@@ -287,36 +338,31 @@ class NexmarkGenerator:
             extra,
         )
 
-    def _next_base0_person_id(self, i: int, rng: random.Random) -> int:
+    def _next_base0_person_id(self, i: int, rng: EventDraws) -> int:
         """One of the last ``num_active_people`` people, or of the next 10 to come."""
         people = last_base0_person_id(i) + 1
         active = min(people, self.config.num_active_people)
-        return people - active + _below(rng, active + PERSON_ID_LEAD)
+        return people - active + rng.below(active + PERSON_ID_LEAD)
 
 
-def _below(rng: random.Random, n: int) -> int:
-    """A uniform integer in ``[0, n)`` (``randrange``'s distribution up to 2**-53, at a
-    fraction of its cost)."""
-    return int(rng.random() * n)
+def _next_string(rng: EventDraws, max_length: int) -> str:
+    length = MIN_STRING_LENGTH + rng.below(max_length - MIN_STRING_LENGTH)
+    start = rng.below(len(_STRING_TEXT) - length + 1)
+    return _STRING_TEXT[start : start + length].strip()
 
 
-def _next_string(rng: random.Random, max_length: int) -> str:
-    length = MIN_STRING_LENGTH + _below(rng, max_length - MIN_STRING_LENGTH)
-    return "".join(rng.choices(_STRING_CHARS, k=length)).strip()
-
-
-def _next_price(rng: random.Random) -> int:
+def _next_price(rng: EventDraws) -> int:
     price: float = 10.0 ** (rng.random() * 6.0) * 100.0
     return round(price)
 
 
-def _next_extra(rng: random.Random, current_size: int, average_size: int) -> str:
+def _next_extra(rng: EventDraws, current_size: int, average_size: int) -> str:
     """Padding that brings an event of ``current_size`` bytes to ``average_size`` on
     average (within +-20%)."""
     if current_size >= average_size:
         return ""
     wanted = average_size - current_size
     delta = round(wanted * 0.2)
-    size = wanted - delta + (_below(rng, 2 * delta) if delta else 0)
-    start = _below(rng, len(_PAD) - size + 1)
+    size = wanted - delta + (rng.below(2 * delta) if delta else 0)
+    start = rng.below(len(_PAD) - size + 1)
     return _PAD[start : start + size]
