@@ -43,15 +43,14 @@ delay), so each window, join, timer and session sees the same records on every s
 and q6's updating results are one update per closed auction that had a bid, in whatever
 order, so their counts are fixed too where the values in between are not.
 
-Measured on a 2-core machine shared with other test runs (three runs of the default
-command, PyFlink 2.3.0, Java 17): PyFlink ran the queries at 6-39k events/s, 8-10 s for
-q0-q2 and up to 48 s for q5; the whole ``--peers`` run took about 6 minutes. lockgate ran
-them at 26-223k events/s, and the ratios were min 2.5, 1.6, 3.9 and median 5.3, 2.8, 6.1,
-as the load of the other runs (2 to 13) fell on one system or the other: compare runs made
-on a quiet machine. Generating the events alone (``NexmarkGenerator.event``, the same
-Python code in both systems) costs about 7 us per event on one core here, so no system
-passes about 140k events/s per core on any query, while 10x PyFlink's q0 (about 35k
-events/s on two cores) is 175k per core: under 6 us per event for everything.
+Measured on this 2-core machine, quiet (load below 2), PyFlink 2.3.0 in ``.venv/pyflink``,
+Java 17, the default command with ``--peers`` (about 8 minutes): lockgate ran the queries
+at 76-318k events/s (38-159k per core), PyFlink at 6-43k; the ratios were min 6.8 (q1,
+hashmap) and median 9.2. Generating the events (``NexmarkGenerator.event``, the same
+Python code in both systems) costs about 4 us per event on one core, more than half of
+what lockgate spends on a stateless query's event: 10x PyFlink on q0-q3 needs the
+generator cheaper still. (Runs on the machine shared with other tests, with the older
+generator at about 7 us per event, gave min 1.6-3.9 and median 2.8-6.1.)
 
 Usage: ``PYTHONPATH=src python bench/nexmark.py [--events N] [--queries q0,q5]
 [--backend hashmap|rocksdb|both] [--parallelism P] [--max-records-per-split M]
