@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lockgate.common.unsupported import unsupported
+from lockgate.common.unsupported import not_supported, unsupported
 
 
 class CheckpointStorage:
@@ -31,8 +31,13 @@ class JobManagerCheckpointStorage(CheckpointStorage):
     storage_type = "jobmanager"
 
     def __init__(self, checkpoint_path: str | None = None, max_state_size: int | None = None):
+        if max_state_size is not None:
+            not_supported(
+                "JobManagerCheckpointStorage(max_state_size=...)",
+                "FileSystemCheckpointStorage for state too large for the driver's memory "
+                "(lockgate sets no limit on it)",
+            )
         self.checkpoint_path = checkpoint_path
-        self.max_state_size = max_state_size
 
 
 class FileSystemCheckpointStorage(CheckpointStorage):
@@ -44,8 +49,13 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def __init__(self, checkpoint_path: str, file_state_size_threshold: int | None = None):
         if not checkpoint_path:
             raise ValueError("FileSystemCheckpointStorage needs a checkpoint path")
+        if file_state_size_threshold is not None:
+            not_supported(
+                "FileSystemCheckpointStorage(file_state_size_threshold=...)",
+                "the default: lockgate writes each subtask's state to files of its own, "
+                "never inline in the checkpoint's metadata",
+            )
         self.checkpoint_path = str(checkpoint_path)
-        self.file_state_size_threshold = file_state_size_threshold
 
 
 CustomCheckpointStorage = unsupported(

@@ -6,6 +6,7 @@ import pytest
 
 from lockgate.common import Configuration, ConfigurationError, RestartStrategies
 from lockgate.common import config_options as options
+from lockgate.common.unsupported import NotSupportedYetError
 from lockgate.datastream import (
     CheckpointConfig,
     CheckpointingMode,
@@ -277,8 +278,12 @@ def test_storage_classes():
     assert issubclass(JobManagerCheckpointStorage, CheckpointStorage)
     with pytest.raises(ValueError, match="checkpoint path"):
         FileSystemCheckpointStorage("")
-    jm = JobManagerCheckpointStorage("/p", max_state_size=10)
-    assert (jm.checkpoint_path, jm.max_state_size) == ("/p", 10)
+    assert JobManagerCheckpointStorage("/p").checkpoint_path == "/p"
+    # sizes lockgate would not act on are refused, not kept and ignored
+    with pytest.raises(NotSupportedYetError, match="max_state_size"):
+        JobManagerCheckpointStorage("/p", max_state_size=10)
+    with pytest.raises(NotSupportedYetError, match="file_state_size_threshold"):
+        FileSystemCheckpointStorage("/p", file_state_size_threshold=1024)
 
 
 # Through the environment --------------------------------------------------------------------------
