@@ -9,7 +9,8 @@ PYFLINK_VERSION := 2.3.0
 PYFLINK_WHEEL_DIR := $(VENV)/pyflink-wheel
 PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
 # PyFlink itself, with its jars, in a venv of its own: tests/integration/test_pyflink_examples.py
-# runs PyFlink's examples on it and on lockgate; bench peers may use it (--pyflink-python).
+# runs PyFlink's examples on it and on lockgate; bench peers may use it (--pyflink-python: numpy
+# for bench/nexmark.py's peer, which generates its events with lockgate's generator).
 PYFLINK_VENV := $(VENV)/pyflink
 PYFLINK := $(PYFLINK_VENV)/.installed-$(PYFLINK_VERSION)
 
@@ -28,7 +29,7 @@ $(PYFLINK_WHEEL): $(STAMP)
 
 $(PYFLINK): $(PYFLINK_WHEEL)
 	$(PYTHON) -m venv $(PYFLINK_VENV)
-	$(PYFLINK_VENV)/bin/pip install --quiet --find-links $(PYFLINK_WHEEL_DIR) apache-flink==$(PYFLINK_VERSION)
+	$(PYFLINK_VENV)/bin/pip install --quiet --find-links $(PYFLINK_WHEEL_DIR) apache-flink==$(PYFLINK_VERSION) 'numpy>=1.26,<3'
 	touch $(PYFLINK)
 
 # PySpark 4 needs Java 17+. Install it when running as root; otherwise say what to install.

@@ -12,10 +12,11 @@ anything of lockgate beyond its package ``__init__`` files (docstrings) and each
 neither Spark nor lockgate's runtime is loaded. The queries module is pickled by value
 (``cloudpickle.register_pickle_by_value``), as bench/nexmark.py ships it to Spark's workers.
 
-Each query's job: ``from_source(NumberSequenceSource(0, events - 1))`` (its index ranges
-split contiguously over the subtasks, as ``NexmarkSource`` splits them) ``-> map(index ->
-NexmarkGenerator(config).event(index))`` (the same events, with the same settings as
-lockgate's source: ``nexmark_job.source_settings``) ``-> assign_timestamps_and_watermarks``
+Each query's job: ``from_source(NumberSequenceSource(0, batches - 1))`` (batches of
+``BATCH`` events, split contiguously over the subtasks, as ``NexmarkSource`` splits its
+index ranges) ``-> flat_map(batch -> NexmarkGenerator(config).events(first, stop))`` (the
+same events, generated in the same batches as lockgate's source, with its settings:
+``nexmark_job.source_settings``) ``-> assign_timestamps_and_watermarks``
 (bounded out-of-orderness of ``OUT_OF_ORDER_MAX_DELAY_MS``, the event's ``date_time``, as
 ``NexmarkSource.watermark_strategy``) ``->`` the query ``-> map(CountedOutputs) ->
 DiscardingSink`` (Java's). Parallelism 2, Python functions in thread mode (else ``--mode
@@ -103,25 +104,27 @@ def main(argv: list[str] | None = None) -> None:
     import cloudpickle
     from pyflink.common import Duration, Types, WatermarkStrategy
     from pyflink.common.watermark_strategy import TimestampAssigner
-    from pyflink.datastream import MapFunction
+    from pyflink.datastream import FlatMapFunction, MapFunction
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
-    from lockgate.connectors.nexmark.generator import NexmarkConfig, NexmarkGenerator
+    from lockgate.connectors.nexmark.generator import BATCH, NexmarkConfig, NexmarkGenerator
 
     queries = load_queries()
     cloudpickle.register_pickle_by_value(queries)
 
-    class Generate(MapFunction):
-        """Event ``index`` of the configuration."""
+    class Generate(FlatMapFunction):
+        """The events of batch ``number`` of the configuration: ``BATCH`` events from
+        ``number * BATCH``, generated together as lockgate's source generates them."""
 
         def __init__(self, config: NexmarkConfig):
             self.config = config
 
         def open(self, runtime_context):
-            self.event = NexmarkGenerator(self.config).event
+            self.events = NexmarkGenerator(self.config).events
 
-        def map(self, value):
-            return self.event(value)
+        def flat_map(self, value):
+            first = value * BATCH
+            return self.events(first, min(first + BATCH, self.config.events))
 
     class EventTime(TimedEventTime, TimestampAssigner):
         pass
@@ -139,9 +142,11 @@ def main(argv: list[str] | None = None) -> None:
         ).with_timestamp_assigner(EventTime(marks_dir))
         stream = (
             env.from_source(
-                NumberSequenceSource(0, events - 1), WatermarkStrategy.no_watermarks(), "index"
+                NumberSequenceSource(0, (events - 1) // BATCH),
+                WatermarkStrategy.no_watermarks(),
+                "batch",
             )
-            .map(Generate(config), output_type=Types.PICKLED_BYTE_ARRAY())
+            .flat_map(Generate(config), output_type=Types.PICKLED_BYTE_ARRAY())
             .name("nexmark")
             .assign_timestamps_and_watermarks(strategy)
         )

@@ -11,7 +11,7 @@ from itertools import pairwise
 import pytest
 
 from lockgate.common.records import RecordFormatError
-from lockgate.connectors.nexmark.generator import EventDraws
+from lockgate.connectors.nexmark.generator import DRAWS_PER_EVENT, event_draws
 from lockgate.datastream.connectors.nexmark import (
     Auction,
     Bid,
@@ -175,19 +175,21 @@ def test_the_watermark_bound_is_the_out_of_order_delay():
 
 
 def test_an_events_draws_are_uniform_and_a_function_of_seed_and_index():
-    def draws(seed: int, index: int, n: int = 40) -> list[float]:
-        event = EventDraws(seed)
-        event.start(index)
-        return [event.random() for _ in range(n)]  # 40: past the first hash's sixteen
-
-    assert draws(1, 7) == draws(1, 7)
-    assert draws(1, 7) != draws(1, 8) and draws(1, 7) != draws(2, 7)
-    many = [x for index in range(500) for x in draws(3, index)]
-    assert all(0.0 <= x < 1.0 for x in many)
-    assert len(set(many)) == len(many)  # no block repeats another
-    assert abs(sum(many) / len(many) - 0.5) < 0.01
-    tenths = Counter(int(x * 10) for x in many)
+    draws = event_draws(1, 0, 2000)
+    assert draws.shape == (2000, DRAWS_PER_EVENT)
+    # event i's numbers whatever the range asked for; another seed, other numbers
+    assert (event_draws(1, 7, 9) == draws[7:9]).all()
+    assert not (event_draws(2, 0, 2000) == draws).any()
+    many = draws.ravel()
+    assert ((many >= 0.0) & (many < 1.0)).all()
+    assert len(set(many.tolist())) == len(many)
+    assert abs(many.mean() - 0.5) < 0.01
+    tenths = Counter((many * 10).astype(int).tolist())
     assert all(abs(tenths[d] - len(many) / 10) < len(many) / 50 for d in range(10))
-    event = EventDraws(3)
-    event.start(0)
-    assert sorted({event.below(4) for _ in range(200)}) == [0, 1, 2, 3]
+
+
+def test_a_range_of_events_is_the_events_one_by_one():
+    config = NexmarkConfig(events=400, seed=5, out_of_order_share=0.3, out_of_order_max_delay=50)
+    generator = NexmarkGenerator(config)
+    assert generator.events(0, 400) == [generator.event(i) for i in range(400)]
+    assert generator.events(123, 177) == generator.events(0, 400)[123:177]

@@ -43,11 +43,11 @@ random place and length.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import string
-import struct
 from dataclasses import dataclass, fields
+
+import numpy as np
 
 from lockgate.connectors.nexmark.model import Auction, Bid, Event, Person
 
@@ -196,48 +196,50 @@ def last_base0_auction_id(event_id: int) -> int:
     return epoch * AUCTION_PROPORTION + offset
 
 
-_SIXTEEN_WORDS = struct.Struct("<16I").unpack
-_TO_UNIT = 2.0**-32  # 32 random bits to a float in [0, 1): finer than any draw here needs
+DRAWS_PER_EVENT = 16  # a person takes the most: 16
+BATCH = 4096  # events a source generates together (numpy's per-call cost spread thin)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_TO_UNIT = 2.0**-53  # 53 random bits to a float in [0, 1)
+
+
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function, elementwise (wrapping uint64 arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    mixed: np.ndarray = z ^ (z >> np.uint64(31))
+    return mixed
+
+
+def event_draws(seed: int, start: int, stop: int) -> np.ndarray:
+    """The uniform random numbers in [0, 1) of events ``start`` to ``stop - 1``, a row of
+    ``DRAWS_PER_EVENT`` each: SplitMix64 of a counter (event index and draw number) offset
+    by the seed. Counter-based, so event i's numbers do not depend on the range asked for,
+    and a range's are computed at once: seeding a generator per event cost half of an
+    event's generation."""
+    offset = _splitmix64(np.array([seed & (2**64 - 1)], dtype=np.uint64) + _GOLDEN)
+    counters = np.arange(start * DRAWS_PER_EVENT, stop * DRAWS_PER_EVENT, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = _splitmix64((counters + np.uint64(1)) * _GOLDEN + offset)
+    return ((z >> np.uint64(11)).astype(np.float64) * _TO_UNIT).reshape(-1, DRAWS_PER_EVENT)
 
 
 class EventDraws:
-    """One event's uniform random numbers in [0, 1): sixteen from each BLAKE2b hash of the
-    event's index (and a block number, for an event that needs more), keyed by the seed.
-    Seeding a Mersenne Twister per event cost about half of an event's generation."""
+    """One event's random numbers, drawn one after another from its row of
+    ``event_draws`` (for the kinds of event generated one by one: people, auctions)."""
 
-    __slots__ = ("_block", "_index", "_key", "_left")
+    __slots__ = ("_left",)
 
-    def __init__(self, seed: int):
-        self._key = str(seed).encode()[:64]  # BLAKE2b's longest key
-        self._index = 0
-        self._block = 0
-        self._left: list[float] = []
-
-    def start(self, index: int) -> None:
-        """The draws of event ``index``, from its first."""
-        self._index = index
-        self._block = 0
-        self._left = self._hash()
-
-    def _hash(self) -> list[float]:
-        data = self._index.to_bytes(8, "little") + self._block.to_bytes(4, "little")
-        words = _SIXTEEN_WORDS(hashlib.blake2b(data, digest_size=64, key=self._key).digest())
-        return [word * _TO_UNIT for word in words]
+    def __init__(self, row: list[float]):
+        self._left = row[::-1]
 
     def random(self) -> float:
-        left = self._left
-        if not left:
-            self._block += 1
-            left = self._left = self._hash()
-        return left.pop()
+        return self._left.pop()
 
     def below(self, n: int) -> int:
         """A uniform integer in ``[0, n)``."""
-        left = self._left
-        if not left:
-            self._block += 1
-            left = self._left = self._hash()
-        return int(left.pop() * n)
+        return int(self._left.pop() * n)
 
 
 class NexmarkGenerator:
@@ -245,7 +247,6 @@ class NexmarkGenerator:
 
     def __init__(self, config: NexmarkConfig):
         self.config = config
-        self._rng = EventDraws(config.seed)
         # The event time that num_in_flight_auctions auctions take to arrive
         self._auction_events = config.num_in_flight_auctions * TOTAL_PROPORTION
         self._auction_events //= AUCTION_PROPORTION
@@ -255,18 +256,82 @@ class NexmarkGenerator:
         return self.config.base_time + i * 1000 // self.config.events_per_second
 
     def event(self, i: int) -> Event:
+        return self.events(i, i + 1)[0]
+
+    def events(self, start: int, stop: int) -> list[Event]:
+        """Events ``start`` to ``stop - 1``. Bids, 92% of them, are computed together
+        (numpy); people and auctions one by one, from the same rows of draws."""
         config = self.config
-        rng = self._rng
-        rng.start(i)
-        timestamp = self.timestamp(i)
-        if config.out_of_order_share and rng.random() < config.out_of_order_share:
-            timestamp -= 1 + rng.below(config.out_of_order_max_delay)
-        kind = i % TOTAL_PROPORTION
-        if kind < PERSON_PROPORTION:
-            return self._person(i, rng, timestamp)
-        if kind < PERSON_PROPORTION + AUCTION_PROPORTION:
-            return self._auction(i, rng, timestamp)
-        return self._bid(i, rng, timestamp)
+        draws = event_draws(config.seed, start, stop)
+        index = np.arange(start, stop, dtype=np.int64)
+        timestamps = config.base_time + index * 1000 // config.events_per_second
+        if config.out_of_order_share:
+            late = draws[:, 0] < config.out_of_order_share
+            delays = 1 + (draws[:, 1] * config.out_of_order_max_delay).astype(np.int64)
+            timestamps = np.where(late, timestamps - delays, timestamps)
+        bids = self._bids(index, draws, timestamps)
+        rows = draws.tolist()
+        out: list[Event] = []
+        for position, i in enumerate(range(start, stop)):
+            kind = i % TOTAL_PROPORTION
+            if kind >= PERSON_PROPORTION + AUCTION_PROPORTION:
+                out.append(bids[position])
+                continue
+            rng = EventDraws(rows[position][2:])  # 0 and 1: the out-of-order move
+            timestamp = int(timestamps[position])
+            if kind < PERSON_PROPORTION:
+                out.append(self._person(i, rng, timestamp))
+            else:
+                out.append(self._auction(i, rng, timestamp))
+        return out
+
+    def _bids(self, index: np.ndarray, draws: np.ndarray, timestamps: np.ndarray) -> list[Bid]:
+        """Every row as a bid (the rows of other kinds are dropped by the caller). Draws:
+        2 hot auction, 3 auction, 4 hot bidder, 5 bidder, 6 price, 7 hot channel, 8 hot
+        channel's name, 9 channel number, 10 and 11 padding."""
+        config = self.config
+        epoch = index // TOTAL_PROPORTION
+        last_auction = epoch * AUCTION_PROPORTION + AUCTION_PROPORTION - 1
+        least = np.maximum(last_auction - config.num_in_flight_auctions, 0)
+        auction = np.where(
+            (draws[:, 2] * config.hot_auction_ratio).astype(np.int64) > 0,
+            last_auction // HOT_AUCTION_RATIO * HOT_AUCTION_RATIO,
+            least + (draws[:, 3] * (last_auction - least + 1 + AUCTION_ID_LEAD)).astype(np.int64),
+        )
+        people = epoch * PERSON_PROPORTION + 1  # the last person's 0-based id, plus one
+        active = np.minimum(people, config.num_active_people)
+        bidder = np.where(
+            (draws[:, 4] * config.hot_bidders_ratio).astype(np.int64) > 0,
+            (people - 1) // HOT_BIDDER_RATIO * HOT_BIDDER_RATIO + 1,
+            people - active + (draws[:, 5] * (active + PERSON_ID_LEAD)).astype(np.int64),
+        )
+        price = np.round(10.0 ** (draws[:, 6] * 6.0) * 100.0).astype(np.int64)
+        hot = (draws[:, 7] * HOT_CHANNELS_RATIO).astype(np.int64) > 0
+        channel = np.where(
+            hot,
+            (draws[:, 8] * len(HOT_CHANNELS)).astype(np.int64),
+            len(HOT_CHANNELS) + (draws[:, 9] * CHANNELS_NUMBER).astype(np.int64),
+        )
+        wanted = config.avg_bid_byte_size - (8 + 8 + 8 + 8)
+        if wanted > 0:
+            delta = round(wanted * 0.2)
+            size = wanted - delta + (draws[:, 10] * 2 * delta).astype(np.int64)
+            begin = (draws[:, 11] * (len(_PAD) - size + 1)).astype(np.int64)
+            extras = [_PAD[b : b + n] for b, n in zip(begin.tolist(), size.tolist(), strict=True)]
+        else:
+            extras = [""] * len(index)
+        return [
+            Bid(a + FIRST_AUCTION_ID, b + FIRST_PERSON_ID, p, *_channel(c), t, e)
+            for a, b, p, c, t, e in zip(
+                auction.tolist(),
+                bidder.tolist(),
+                price.tolist(),
+                channel.tolist(),
+                timestamps.tolist(),
+                extras,
+                strict=True,
+            )
+        ]
 
     def _person(self, i: int, rng: EventDraws, timestamp: int) -> Person:
         first = FIRST_NAMES[rng.below(len(FIRST_NAMES))]
@@ -307,42 +372,20 @@ class NexmarkGenerator:
             extra,
         )
 
-    def _bid(self, i: int, rng: EventDraws, timestamp: int) -> Bid:
-        config = self.config
-        if rng.below(config.hot_auction_ratio) > 0:
-            auction = (last_base0_auction_id(i) // HOT_AUCTION_RATIO) * HOT_AUCTION_RATIO
-        else:
-            last = last_base0_auction_id(i)
-            least = max(last - config.num_in_flight_auctions, 0)
-            auction = least + rng.below(last - least + 1 + AUCTION_ID_LEAD)
-        if rng.below(config.hot_bidders_ratio) > 0:
-            bidder = (last_base0_person_id(i) // HOT_BIDDER_RATIO) * HOT_BIDDER_RATIO + 1
-        else:
-            bidder = self._next_base0_person_id(i, rng)
-        price = _next_price(rng)
-        if rng.below(HOT_CHANNELS_RATIO) > 0:
-            hot = rng.below(len(HOT_CHANNELS))
-            channel, url = HOT_CHANNELS[hot], HOT_URLS[hot]
-        else:
-            number = rng.below(CHANNELS_NUMBER)
-            channel = f"channel-{number}"
-            url = f"https://www.nexmark.com/item.htm?query=1&channel_id={number}"
-        extra = _next_extra(rng, 8 + 8 + 8 + 8, config.avg_bid_byte_size)
-        return Bid(
-            auction + FIRST_AUCTION_ID,
-            bidder + FIRST_PERSON_ID,
-            price,
-            channel,
-            url,
-            timestamp,
-            extra,
-        )
-
     def _next_base0_person_id(self, i: int, rng: EventDraws) -> int:
         """One of the last ``num_active_people`` people, or of the next 10 to come."""
         people = last_base0_person_id(i) + 1
         active = min(people, self.config.num_active_people)
         return people - active + rng.below(active + PERSON_ID_LEAD)
+
+
+def _channel(number: int) -> tuple[str, str]:
+    """A bid's channel and URL: below len(HOT_CHANNELS), that hot channel; else the
+    channel numbered ``number - len(HOT_CHANNELS)``."""
+    if number < len(HOT_CHANNELS):
+        return HOT_CHANNELS[number], HOT_URLS[number]
+    number -= len(HOT_CHANNELS)
+    return f"channel-{number}", f"https://www.nexmark.com/item.htm?query=1&channel_id={number}"
 
 
 def _next_string(rng: EventDraws, max_length: int) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from lockgate.common.time import Duration
 from lockgate.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
-from lockgate.connectors.nexmark.generator import NexmarkConfig, NexmarkGenerator
+from lockgate.connectors.nexmark.generator import BATCH, NexmarkConfig, NexmarkGenerator
 from lockgate.connectors.offset_splits import ContiguousSplitEnumerator
 from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
@@ -47,7 +47,8 @@ class NexmarkSource(Source):
         if self._generator is None:
             self._generator = NexmarkGenerator(self.config)
         stop = assignment.start + assignment.max_records
-        yield from map(self._generator.event, range(assignment.start, stop))
+        for first in range(assignment.start, stop, BATCH):
+            yield from self._generator.events(first, min(first + BATCH, stop))
         progress[assignment.split] = SplitProgress(stop, assignment.last)
 
 
