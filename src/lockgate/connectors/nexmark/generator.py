@@ -33,10 +33,11 @@ The model:
   text rather than drawn one by one (the Python cost of a record matters more than the
   padding's content).
 
-Each event draws its random numbers from a keyed hash of ``(seed, i)`` (``EventDraws``), as
-Nexmark seeds a generator with the event id: event ``i`` is a pure function of the
-configuration and ``i``, so a source splits by index ranges and restores by offset. The
-numbers are not Java's: the events follow Nexmark's distributions, not its exact values.
+Each event's random numbers are a function of ``(seed, i)`` (``event_draws``: SplitMix64 of
+a counter), as Nexmark seeds a generator with the event id: event ``i`` is a pure function
+of the configuration and ``i``, so a source splits by index ranges and restores by offset,
+and a range of events is generated at once (``NexmarkGenerator.events``). The numbers are
+not Java's: the events follow Nexmark's distributions, not its exact values.
 Strings, like the padding, are cut from one fixed random text of Nexmark's characters at a
 random place and length.
 """
@@ -243,7 +244,8 @@ class EventDraws:
 
 
 class NexmarkGenerator:
-    """Event ``i`` of a configuration, computed from ``i`` alone."""
+    """Event ``i`` of a configuration, computed from ``i`` alone; ``events`` gives a range of
+    them at once, far cheaper per event than ``event`` (numpy's per-call cost)."""
 
     def __init__(self, config: NexmarkConfig):
         self.config = config
