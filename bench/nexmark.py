@@ -44,13 +44,14 @@ and q6's updating results are one update per closed auction that had a bid, in w
 order, so their counts are fixed too where the values in between are not.
 
 Measured on this 2-core machine, quiet (load below 2), PyFlink 2.3.0 in ``.venv/pyflink``,
-Java 17, the default command with ``--peers`` (about 8 minutes): lockgate ran the queries
-at 76-318k events/s (38-159k per core), PyFlink at 6-43k; the ratios were min 6.8 (q1,
-hashmap) and median 9.2. Generating the events (``NexmarkGenerator.event``, the same
-Python code in both systems) costs about 4 us per event on one core, more than half of
-what lockgate spends on a stateless query's event: 10x PyFlink on q0-q3 needs the
-generator cheaper still. (Runs on the machine shared with other tests, with the older
-generator at about 7 us per event, gave min 1.6-3.9 and median 2.8-6.1.)
+Java 17, the default command with ``--peers`` (about 4 minutes), events generated in
+batches (``NexmarkGenerator.events``, about 2 us per event, the same in both systems):
+lockgate ran the queries at 85-543k events/s (43-272k per core), PyFlink at 7-58k; the
+ratios were min 7.4 (q2, RocksDB) and median 10.0; q5 and q7 reached 55-90k events/s per
+core. A stateless query's record window on lockgate is under a second at 300,000 events,
+so its figures vary by about 20% from run to run (q2 on the two backends does the same
+work); a larger ``--events`` steadies them at the cost of PyFlink's time (minutes per
+query).
 
 Usage: ``PYTHONPATH=src python bench/nexmark.py [--events N] [--queries q0,q5]
 [--backend hashmap|rocksdb|both] [--parallelism P] [--max-records-per-split M]
