@@ -328,18 +328,8 @@ class KeyGroupWriter(ChannelWriter):
         except Exception as exc:
             raise self.failure(exc, value, f"the key selector of '{self.target_name}'") from exc
         target = self.target_of[key_group]
-        data = dumps(value, HIGHEST_PROTOCOL)
-        size = self.sizes[target] + len(data)
-        buffer = self.buffers[target]
-        if size > self.max_bytes or len(buffer) >= self.max_records:
-            self.flush(target)
-            buffer = self.buffers[target]
-            size = len(data)
-        buffer.append(data)
+        self._append(target, value)  # a flush it makes empties the group buffer too
         self.group_buffers[target].append(key_group)
-        self.sizes[target] = size
-        if self.timestamps is not None:
-            self.timestamps[target].append(self.record.value)
 
     def process_batch(self, values: Any, timestamps: list[int] | None = None) -> None:
         stamps = self.timestamps  # None: the edge carries no timestamps

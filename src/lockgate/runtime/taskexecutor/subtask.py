@@ -240,13 +240,12 @@ class Subtask:
                 self.writers.append((id(node), writer))
                 routes.append(Route(edge.stream_edge, writer, True))
             main_targets = [route.target for route in routes if route.edge.output_tag is None]
-            convert = record_converter(node.transformation.output_type)
+            output_type = node.transformation.output_type
             operator: Operator
             if node.is_source:
+                # it converts what it reads itself, and hands it on in chunks
                 source = SourceOperator(
-                    ctx,
-                    node.transformation.watermark_strategy,
-                    source_converter(node.transformation.output_type),
+                    ctx, node.transformation.watermark_strategy, source_converter(output_type)
                 )
                 source.targets = main_targets  # a source has no side outputs
                 operator = source
@@ -257,7 +256,7 @@ class Subtask:
                     main_targets
                 ) == len(routes):
                     operator.targets = main_targets
-            operator.emit = _emitter(operator, routes, convert)
+                operator.emit = _emitter(operator, routes, record_converter(output_type))
             built[id(node)] = operator
         self.operators = [built[id(n)] for n in vertex.nodes]
         self.source = head.operator if vertex.is_source else None
