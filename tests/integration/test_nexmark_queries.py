@@ -35,7 +35,7 @@ SOURCE = NexmarkSource(
     avg_auction_byte_size=0,
     avg_bid_byte_size=0,
 )
-EVENTS = [NexmarkGenerator(SOURCE.config).event(i) for i in range(SOURCE.config.events)]
+EVENTS = NexmarkGenerator(SOURCE.config).events(0, SOURCE.config.events)
 PERSONS = [e for e in EVENTS if isinstance(e, Person)]
 AUCTIONS = [e for e in EVENTS if isinstance(e, Auction)]
 BIDS = [e for e in EVENTS if isinstance(e, Bid)]

@@ -27,7 +27,7 @@ EVENTS = 5000
 
 def generate(events: int = EVENTS, **settings) -> list:
     generator = NexmarkGenerator(NexmarkConfig(events=events, **settings))
-    return [generator.event(i) for i in range(events)]
+    return generator.events(0, events)
 
 
 def run_epoch(source, enumerator, max_records: int) -> list:
