@@ -1,7 +1,8 @@
 """A PyFlink job (not a test; ``test_pyflink_examples.py`` runs it on PyFlink and, its
 imports swapped, on lockgate, as it does PyFlink's examples): one value per declared type
 crosses a shuffle, and the job prints what the next function got (its class and repr)
-and what ``print()`` writes for the typed stream."""
+and what ``print()`` writes for the typed stream; and a tuple declared as a row reaches a
+chained function unconverted, as in PyFlink."""
 
 import datetime
 import decimal
@@ -84,6 +85,11 @@ def main():
         typed.map(describe(name)).print()
         if name != "basic_array":  # PyFlink prints a Java array's identity (its hash)
             typed.print(f"{name} printed")
+    # chained functions get what the one before returned, whatever it declared: PyFlink
+    # converts only where a record leaves the chain (here, into print's sink)
+    env.from_collection([0]).map(produce("tuple"), output_type=declared_types()[0][1]).map(
+        describe("chained")
+    ).print()
     env.execute("types")
 
 
