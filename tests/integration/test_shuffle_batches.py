@@ -11,7 +11,7 @@ from lockgate.common import Configuration
 from lockgate.datastream import KeyedProcessFunction
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.runtime.jobmaster.epoch_job import EpochJob
-from lockgate.runtime.task_deployment import BatchBounds, TaskDeploymentDescriptor
+from lockgate.runtime.messages.task_deployment import BatchBounds, TaskDeploymentDescriptor
 
 
 class Digest(KeyedProcessFunction):

@@ -4,6 +4,8 @@ Layers, lowest first; a module may import from its own layer and the ones below 
 storage (the fsspec layer) sits below the state backends, which write through it; the rest of
 ``checkpoint`` (metadata, coordinator, registries) sits above them, since it records their
 manifests. The state processor reads and writes checkpoints and savepoints, and no job needs it.
+The connector contracts (``runtime.source``, ``runtime.two_phase_commit``) sit below the graph,
+which holds sources and sinks.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ LAYERS = [
     ("lockgate.state",),
     ("lockgate.checkpoint",),
     ("lockgate.state_processor",),
+    ("lockgate.runtime.source", "lockgate.runtime.two_phase_commit"),
     ("lockgate.graph",),
     ("lockgate.runtime",),
     ("lockgate.connectors",),
@@ -63,9 +66,71 @@ def test_imports_point_down():
     assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
 
 
+# The processes of a running job, by the folder under lockgate/runtime that holds their code,
+# and the folders each may import besides the shared ones (runtime/*.py, runtime/messages/).
+# The driver imports the Spark task side because it hands Spark the functions that run there;
+# the task manager imports the subtask host because it forks the hosts.
+PROCESSES = {
+    "jobmaster": {"sparktask"},
+    "sparktask": set(),
+    "taskmanager": {"subtaskhost"},
+    "subtaskhost": set(),
+    "messages": set(),
+}
+# Code that runs in a task manager or a subtask host never loads PySpark: they are processes of
+# their own, which the executor's Python daemon does not give a SparkContext or a TaskContext.
+WITHOUT_PYSPARK = ("taskmanager", "subtaskhost", "messages")
+
+
+def process_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] == ["lockgate", "runtime"] and len(parts) > 2 and parts[2] in PROCESSES:
+        return parts[2]
+    return None
+
+
+def all_imports(path: Path) -> set[str]:
+    imported = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.add(node.module)
+            imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    return imported
+
+
+def test_a_folder_per_process():
+    """A module imports only its own process's folder, the shared records and contracts, and
+    the folders its process may load (PROCESSES)."""
+    crossing = []
+    for path in sorted((PACKAGE / "runtime").rglob("*.py")):
+        module = module_name(path)
+        own = process_of(module)
+        for imported in sorted(all_imports(path)):
+            other = process_of(imported)
+            if other is None or other == own or other == "messages":
+                continue
+            if own is None or other not in PROCESSES[own]:
+                crossing.append(f"{module} ({own or 'shared'}) imports {imported} ({other})")
+    assert not crossing, "imports across processes:\n" + "\n".join(crossing)
+
+
+def test_hosts_do_not_load_pyspark():
+    found = [
+        f"{module_name(path)} imports {imported}"
+        for folder in WITHOUT_PYSPARK
+        for path in sorted((PACKAGE / "runtime" / folder).rglob("*.py"))
+        for imported in sorted(all_imports(path))
+        if imported == "pyspark" or imported.startswith("pyspark.")
+    ]
+    assert not found, "\n".join(found)
+
+
 def test_tasks_do_not_import_the_driver():
     """What runs in Spark tasks never loads the JobMaster's code (workers import it)."""
-    task_side = [PACKAGE / "runtime" / "taskexecutor", PACKAGE / "connectors"]
+    task_side = [PACKAGE / "runtime" / folder for folder in PROCESSES if folder != "jobmaster"]
+    task_side.append(PACKAGE / "connectors")
     found = [
         f"{module_name(path)} imports {imported}"
         for directory in task_side

@@ -148,7 +148,7 @@ def _file_sink():
 
 
 def _runtime_context():
-    from lockgate.runtime.taskexecutor.context import SubtaskRuntimeContext
+    from lockgate.runtime.subtaskhost.context import SubtaskRuntimeContext
 
     return SubtaskRuntimeContext("Map", 0, 1, 128, 0, {})
 

@@ -5,7 +5,7 @@ or a sink) is serialized with its declared type's coder and deserialized on the 
 side; chained Python functions hand records on as returned. ``record_converter`` builds
 that round trip once per operator, without the bytes (``Types.ROW_NAMED`` gives a ``Row``
 with those field names, ``Types.FLOAT`` a float of single precision, ...), and the subtask
-applies it where PyFlink would (``runtime.taskexecutor.subtask``). ``source_converter`` is
+applies it where PyFlink would (``runtime.subtaskhost.subtask``). ``source_converter`` is
 its form for source elements, ``print_formatter`` what PyFlink's ``print()`` writes for a
 declared type: ``(a,1)`` for a tuple, ``+I[a,1]`` for a row (its own kind: ``-D[a,1]`` for a
 row of kind DELETE), ``true``, ``1.0E7``, ``null`` (``java_formatter``: Java's ``toString``).

@@ -5,7 +5,7 @@ timestamp it already carries) and how watermarks follow the timestamps seen: bou
 out-of-orderness ``B`` gives ``max timestamp - B - 1`` (monotonous: ``B = 0``), and
 ``no_watermarks()`` none until the end of a bounded input. ``with_idleness`` lets an input
 that has produced nothing for that long stop holding the watermark back. The runtime builds
-the watermarks from it (``lockgate.runtime.taskexecutor.watermarks``).
+the watermarks from it (``lockgate.runtime.subtaskhost.watermarks``).
 
 Unlike PyFlink, ``with_idleness`` keeps the timestamp assigner (PyFlink's returns a strategy
 without it, so records silently lose their timestamps), and ``from_source`` applies the
@@ -19,6 +19,9 @@ from typing import Any
 
 from lockgate.common.time import Duration
 from lockgate.common.unsupported import unsupported
+
+LONG_MIN = -(1 << 63)  # no watermark yet; also the timestamp of a record that has none
+LONG_MAX = (1 << 63) - 1  # the end of event time: every timer and window fires
 
 
 class TimestampAssigner:

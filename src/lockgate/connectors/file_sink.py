@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-from lockgate.runtime.taskexecutor.operators import Operator, OperatorContext
+from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
 from lockgate.runtime.two_phase_commit import Committer
 
 _JAVA_PATTERN = (

@@ -40,6 +40,7 @@ from lockgate.datastream.window import (
     TimeWindow,
     TumblingEventTimeWindows,
 )
+from lockgate.graph.operator_spec import OperatorKind, OperatorSpec
 from lockgate.graph.transformations import (
     BROADCAST,
     FORWARD,
@@ -50,11 +51,11 @@ from lockgate.graph.transformations import (
     Transformation,
     stream_type,
 )
-from lockgate.runtime.taskexecutor.broadcast_operator import BroadcastProcessOperator
-from lockgate.runtime.taskexecutor.co_operators import CoOperator
-from lockgate.runtime.taskexecutor.operators import OperatorSpec, resolve_callable
-from lockgate.runtime.taskexecutor.timestamps_and_watermarks import TimestampsAndWatermarksOperator
-from lockgate.runtime.taskexecutor.window_operator import WindowOperator, WindowOperatorSpec
+from lockgate.runtime.subtaskhost.broadcast_operator import BroadcastProcessOperator
+from lockgate.runtime.subtaskhost.co_operators import CoOperator
+from lockgate.runtime.subtaskhost.operators import resolve_callable
+from lockgate.runtime.subtaskhost.timestamps_and_watermarks import TimestampsAndWatermarksOperator
+from lockgate.runtime.subtaskhost.window_operator import WindowOperator, WindowOperatorSpec
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -117,15 +118,17 @@ class DataStream:
         return DataStream(self._env, self._env._add(t))
 
     def map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
-        spec = OperatorSpec("map", _check_function(func, "map", "MapFunction"))
+        spec = OperatorSpec(OperatorKind.MAP, _check_function(func, "map", "MapFunction"))
         return self._operator("Map", spec, output_type=output_type)
 
     def flat_map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
-        spec = OperatorSpec("flat_map", _check_function(func, "flat_map", "FlatMapFunction"))
+        spec = OperatorSpec(
+            OperatorKind.FLAT_MAP, _check_function(func, "flat_map", "FlatMapFunction")
+        )
         return self._operator("FlatMap", spec, output_type=output_type)
 
     def filter(self, func: Any) -> DataStream:
-        spec = OperatorSpec("filter", _check_function(func, "filter", "FilterFunction"))
+        spec = OperatorSpec(OperatorKind.FILTER, _check_function(func, "filter", "FilterFunction"))
         return self._operator("Filter", spec, preserves_type=True)
 
     def process(
@@ -138,7 +141,9 @@ class DataStream:
             )
         if not callable(getattr(func, "process_element", None)):
             raise TypeError(f"DataStream.process needs a ProcessFunction, got {func!r}")
-        return self._operator("Process", OperatorSpec("process", func), output_type=output_type)
+        return self._operator(
+            "Process", OperatorSpec(OperatorKind.PROCESS, func), output_type=output_type
+        )
 
     def window(self, window_assigner: Any) -> WindowedStream:
         raise TypeError(
@@ -175,7 +180,8 @@ class DataStream:
         from the timestamps each subtask of this operator sees."""
         check_strategy(watermark_strategy)
         spec = OperatorSpec(
-            "factory", partial(TimestampsAndWatermarksOperator, strategy=watermark_strategy)
+            OperatorKind.FACTORY,
+            partial(TimestampsAndWatermarksOperator, strategy=watermark_strategy),
         )
         t = Transformation(
             "operator",
@@ -300,7 +306,7 @@ class DataStream:
                     f"project() field index {index!r} is out of range for {len(types)} fields"
                 )
         projected = Types.TUPLE([types[index] for index in field_indexes])
-        spec = OperatorSpec("map", Projection(field_indexes))
+        spec = OperatorSpec(OperatorKind.MAP, Projection(field_indexes))
         return self._operator("Projection", spec, output_type=projected)
 
     def get_type(self) -> TypeInformation:
@@ -411,14 +417,16 @@ class DataStream:
         return self._sink(getattr(sink, "name", "Sink"), spec(), None)
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
-        spec = OperatorSpec("print", options={"identifier": sink_identifier})
+        spec = OperatorSpec(OperatorKind.PRINT, options={"identifier": sink_identifier})
         return self._sink("Print to Std. Out", spec, None)
 
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
     ) -> CloseableIterator | list[Any]:
         """Run the job and return its results: an iterator, or a list of at most ``limit``."""
-        t = Transformation("sink", "Collect", [self._transformation], OperatorSpec("collect"))
+        t = Transformation(
+            "sink", "Collect", [self._transformation], OperatorSpec(OperatorKind.COLLECT)
+        )
         self._env._add(t)
         iterator = self._env._execute_collect(job_execution_name)
         if limit is None:
@@ -487,15 +495,17 @@ class KeyedStream(DataStream):
         return self._keyed(name, spec, output_type=stream_type(self._transformation))
 
     def map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
-        spec = OperatorSpec("map", _check_function(func, "map", "MapFunction"))
+        spec = OperatorSpec(OperatorKind.MAP, _check_function(func, "map", "MapFunction"))
         return self._keyed("Map", spec, output_type=output_type)
 
     def flat_map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
-        spec = OperatorSpec("flat_map", _check_function(func, "flat_map", "FlatMapFunction"))
+        spec = OperatorSpec(
+            OperatorKind.FLAT_MAP, _check_function(func, "flat_map", "FlatMapFunction")
+        )
         return self._keyed("FlatMap", spec, output_type=output_type)
 
     def filter(self, func: Any) -> DataStream:
-        spec = OperatorSpec("filter", _check_function(func, "filter", "FilterFunction"))
+        spec = OperatorSpec(OperatorKind.FILTER, _check_function(func, "filter", "FilterFunction"))
         return self._keyed("Filter", spec, preserves_type=True)
 
     # takes a KeyedProcessFunction where DataStream.process takes a ProcessFunction (which
@@ -507,7 +517,7 @@ class KeyedStream(DataStream):
             raise TypeError(f"KeyedProcessFunction is required for KeyedStream, got {func!r}")
         # its timers' outputs carry the timers' times
         fires_timers = type(func).on_timer is not KeyedProcessFunction.on_timer
-        spec = OperatorSpec("keyed_process", func)
+        spec = OperatorSpec(OperatorKind.KEYED_PROCESS, func)
         return self._keyed("KeyedProcess", spec, fires_timers, output_type)
 
     def window(self, window_assigner: Any) -> WindowedStream:
@@ -520,27 +530,27 @@ class KeyedStream(DataStream):
         return WindowedStream(self, CountSlidingWindowAssigner(size, slide))
 
     def reduce(self, func: Any) -> DataStream:
-        spec = OperatorSpec("reduce", _check_function(func, "reduce", "ReduceFunction"))
+        spec = OperatorSpec(OperatorKind.REDUCE, _check_function(func, "reduce", "ReduceFunction"))
         return self._reduced("Reduce", spec)
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        spec = OperatorSpec("reduce", FieldAggregator("sum", position_to_sum))
+        spec = OperatorSpec(OperatorKind.REDUCE, FieldAggregator("sum", position_to_sum))
         return self._reduced("Sum", spec)
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
-        spec = OperatorSpec("reduce", FieldAggregator("min", position_to_min))
+        spec = OperatorSpec(OperatorKind.REDUCE, FieldAggregator("min", position_to_min))
         return self._reduced("Min", spec)
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
-        spec = OperatorSpec("reduce", FieldAggregator("max", position_to_max))
+        spec = OperatorSpec(OperatorKind.REDUCE, FieldAggregator("max", position_to_max))
         return self._reduced("Max", spec)
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
-        spec = OperatorSpec("reduce", FieldAggregator("min_by", position_to_min_by))
+        spec = OperatorSpec(OperatorKind.REDUCE, FieldAggregator("min_by", position_to_min_by))
         return self._reduced("MinBy", spec)
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
-        spec = OperatorSpec("reduce", FieldAggregator("max_by", position_to_max_by))
+        spec = OperatorSpec(OperatorKind.REDUCE, FieldAggregator("max_by", position_to_max_by))
         return self._reduced("MaxBy", spec)
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
@@ -651,7 +661,7 @@ class ConnectedStreams:
             KeyedCoProcessFunction.on_timer,
         )
         spec = OperatorSpec(
-            "factory", partial(CoOperator, function=function, kind=kind, keyed=keyed)
+            OperatorKind.FACTORY, partial(CoOperator, function=function, kind=kind, keyed=keyed)
         )
         env = self.stream1._env
         t = Transformation(
@@ -699,7 +709,7 @@ class BroadcastConnectedStream:
             )
         fires_timers = keyed and type(func).on_timer is not KeyedBroadcastProcessFunction.on_timer
         spec = OperatorSpec(
-            "factory",
+            OperatorKind.FACTORY,
             partial(
                 BroadcastProcessOperator,
                 function=func,
@@ -866,7 +876,7 @@ class WindowedStream:
         )
         name = type(assigner).__name__
         operator = OperatorSpec(
-            "factory",
+            OperatorKind.FACTORY,
             partial(WindowOperator, spec=spec),
             states={WINDOW_STATE_NAME: namespaced_kind(contents.kind)},
         )

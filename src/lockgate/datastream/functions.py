@@ -12,14 +12,14 @@ from typing import Any, Generic, TypeVar
 
 from lockgate.common.unsupported import unsupported
 from lockgate.datastream.state import OperatorStateStore
-from lockgate.runtime.taskexecutor import broadcast_operator
-from lockgate.runtime.taskexecutor.context import (
+from lockgate.runtime.subtaskhost import broadcast_operator
+from lockgate.runtime.subtaskhost.context import (
     FunctionInitializationContext as RuntimeFunctionInitializationContext,
 )
-from lockgate.runtime.taskexecutor.context import (
+from lockgate.runtime.subtaskhost.context import (
     FunctionSnapshotContext as RuntimeFunctionSnapshotContext,
 )
-from lockgate.runtime.taskexecutor.context import (
+from lockgate.runtime.subtaskhost.context import (
     KeyedProcessContext,
     OnTimerContext,
     ProcessContext,
@@ -27,7 +27,7 @@ from lockgate.runtime.taskexecutor.context import (
     TimeDomain,
     TimerService,
 )
-from lockgate.runtime.taskexecutor.window_operator import ProcessWindowContext
+from lockgate.runtime.subtaskhost.window_operator import ProcessWindowContext
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,

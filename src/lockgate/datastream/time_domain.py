@@ -1,5 +1,5 @@
 """PyFlink's ``pyflink.datastream.time_domain``."""
 
-from lockgate.runtime.taskexecutor.context import TimeDomain
+from lockgate.runtime.subtaskhost.context import TimeDomain
 
 __all__ = ["TimeDomain"]

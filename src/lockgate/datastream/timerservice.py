@@ -1,5 +1,5 @@
 """PyFlink's ``pyflink.datastream.timerservice``."""
 
-from lockgate.runtime.taskexecutor.context import TimerService
+from lockgate.runtime.subtaskhost.context import TimerService
 
 __all__ = ["TimerService"]

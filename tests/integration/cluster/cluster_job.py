@@ -36,7 +36,7 @@ from lockgate.datastream import (
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors.file_system import BucketAssigner, FileSink
 from lockgate.datastream.state import ValueStateDescriptor
-from lockgate.runtime.executor_identity import executor_id, executor_jvm
+from lockgate.runtime.sparktask.executor_identity import executor_id, executor_jvm
 
 SPLITS = 2
 KEYS = 5

@@ -9,8 +9,9 @@ import pytest
 
 from lockgate.common import Row, RowKind
 from lockgate.datastream.data_stream import FieldAggregator
-from lockgate.runtime.taskexecutor.context import RecordTimestamp
-from lockgate.runtime.taskexecutor.operators import OperatorContext, OperatorSpec
+from lockgate.graph.operator_spec import OperatorKind, OperatorSpec
+from lockgate.runtime.subtaskhost.context import RecordTimestamp
+from lockgate.runtime.subtaskhost.operators import OperatorContext, create_operator
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.key_groups import KeyGroupRange
 
@@ -193,7 +194,8 @@ def test_position_must_be_an_int_or_a_name(position):
 def run_keyed_aggregation(kind, position, records):
     backend = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
     ctx = OperatorContext("Agg", "agg-uid", 0, 1, None, backend, [], RecordTimestamp())
-    operator = OperatorSpec("reduce", FieldAggregator(kind, position)).create(ctx, keyed=True)
+    spec = OperatorSpec(OperatorKind.REDUCE, FieldAggregator(kind, position))
+    operator = create_operator(spec, ctx, keyed=True)
     emitted = []
     operator.emit = emitted.append
     for record in records:

@@ -29,13 +29,14 @@ from lockgate.common.clock import processing_time_ms
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
-from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.jobmaster.job_state import JobState
-from lockgate.runtime.task_deployment import BatchBounds, TaskDeploymentDescriptor
-from lockgate.runtime.taskexecutor import epoch_task
-from lockgate.runtime.taskexecutor.epoch_task import EpochTask, source_input
-from lockgate.runtime.taskexecutor.host_protocol import EpochStart, HostRequest
-from lockgate.runtime.taskexecutor.subtask_host import Output, SubtaskHost
+from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
+from lockgate.runtime.messages.host_protocol import EpochStart, HostRequest
+from lockgate.runtime.messages.spark_items import Output
+from lockgate.runtime.messages.task_deployment import BatchBounds, TaskDeploymentDescriptor
+from lockgate.runtime.sparktask import epoch_task
+from lockgate.runtime.sparktask.epoch_task import EpochTask, source_input
+from lockgate.runtime.subtaskhost.subtask_host import SubtaskHost
 from lockgate.state import manifests
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_for_hash, key_group_range

@@ -3,7 +3,7 @@
 from enum import Enum
 
 from lockgate.common.unsupported import unsupported
-from lockgate.runtime.taskexecutor.operators import OperatorSpec
+from lockgate.graph.operator_spec import OperatorKind, OperatorSpec
 
 
 class DiscardingSink:
@@ -12,7 +12,7 @@ class DiscardingSink:
     name = "Discarding Sink"
 
     def operator_spec(self) -> OperatorSpec:
-        return OperatorSpec("discard")
+        return OperatorSpec(OperatorKind.DISCARD)
 
 
 class DeliveryGuarantee(Enum):

@@ -10,7 +10,7 @@ from lockgate.common.unsupported import not_supported, unsupported
 from lockgate.connectors.file_sink import BucketAssigner as SinkBuckets
 from lockgate.connectors.file_sink import FileCommitter, FileSinkSettings, file_sink_writer
 from lockgate.connectors.file_source import TextLineFileSource
-from lockgate.runtime.taskexecutor.operators import OperatorSpec
+from lockgate.graph.operator_spec import OperatorKind, OperatorSpec
 
 
 class StreamFormat:
@@ -154,7 +154,7 @@ class FileSink:
 
     def operator_spec(self) -> OperatorSpec:
         return OperatorSpec(
-            "factory",
+            OperatorKind.FACTORY,
             file_sink_writer(self._settings),
             validator=self._settings.validate,
             committer=FileCommitter(),

@@ -16,8 +16,8 @@ from typing import Any
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
-from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.errors import JobExecutionError
+from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
 from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")

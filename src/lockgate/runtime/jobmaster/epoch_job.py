@@ -27,10 +27,10 @@ from pyspark.rdd import RDD
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
+from lockgate.runtime.messages.spark_items import ATTEMPT_TAG, PLACEMENT_MARKER
 from lockgate.runtime.source import SplitEnumerator
-from lockgate.runtime.taskexecutor.epoch_task import PLACEMENT_MARKER, source_input
-from lockgate.runtime.taskexecutor.host_client import release_hosts
-from lockgate.runtime.taskexecutor.operators import ATTEMPT_TAG
+from lockgate.runtime.sparktask.epoch_task import source_input
+from lockgate.runtime.sparktask.host_client import release_hosts
 
 log = logging.getLogger("lockgate")
 

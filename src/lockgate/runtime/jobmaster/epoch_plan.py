@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockgate.runtime.source import SplitAssignment
-from lockgate.runtime.taskexecutor.epoch_task import EpochTask
+from lockgate.runtime.sparktask.epoch_task import EpochTask
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,20 @@ from typing import Any
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
-from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.epoch_job import reports_attempt
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState, whole_parts
 from lockgate.runtime.jobmaster.savepoints import SavepointRequest
+from lockgate.runtime.messages.acknowledgement import SubtaskAck
+from lockgate.runtime.messages.task_deployment import (
+    SubtaskRestore,
+    TaskDeploymentDescriptor,
+    run_id,
+)
 from lockgate.runtime.source import SplitAssignment, SplitEnumerator
-from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor, run_id
-from lockgate.runtime.taskexecutor.epoch_task import EpochTask
+from lockgate.runtime.sparktask.epoch_task import EpochTask
 
 
 class EpochPlanner:

@@ -33,7 +33,7 @@ from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
 from lockgate.runtime.jobmaster.job_summary import JobSummary
 from lockgate.runtime.jobmaster.restart import now_ms
-from lockgate.runtime.task_deployment import run_id
+from lockgate.runtime.messages.task_deployment import run_id
 
 log = logging.getLogger("lockgate")
 

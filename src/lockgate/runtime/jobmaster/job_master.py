@@ -27,7 +27,6 @@ from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common import config_options as options
 from lockgate.common.clock import processing_time_ms
-from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster import savepoints
 from lockgate.runtime.jobmaster.ack_collector import AckCollector
@@ -60,7 +59,8 @@ from lockgate.runtime.jobmaster.savepoints import (
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
 from lockgate.runtime.jobmaster.storage_check import check_storage
-from lockgate.runtime.task_deployment import run_id
+from lockgate.runtime.messages.acknowledgement import SubtaskAck
+from lockgate.runtime.messages.task_deployment import run_id
 from lockgate.state import manifests
 
 log = logging.getLogger("lockgate")

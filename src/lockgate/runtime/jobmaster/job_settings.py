@@ -18,7 +18,7 @@ from lockgate.checkpoint.storage import is_writable
 from lockgate.common import config_options as options
 from lockgate.runtime.jobmaster.restart import RestartStrategy, restart_strategy
 from lockgate.runtime.jobmaster.spark_session import is_local_master
-from lockgate.runtime.task_deployment import BatchBounds
+from lockgate.runtime.messages.task_deployment import BatchBounds
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.manifests import ROCKSDB
 from lockgate.state.rocksdb import RocksDBSettings

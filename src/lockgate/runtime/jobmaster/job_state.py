@@ -19,11 +19,11 @@ from lockgate.checkpoint.metadata import (
 )
 from lockgate.checkpoint.state_assignment import assign_state
 from lockgate.common.records import RecordFormatError
-from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.common.watermark_strategy import LONG_MAX
+from lockgate.graph.operator_spec import OperatorSpec
+from lockgate.runtime.messages.acknowledgement import SubtaskAck
+from lockgate.runtime.messages.task_deployment import SubtaskRestore
 from lockgate.runtime.source import SplitEnumerator, SplitProgress
-from lockgate.runtime.task_deployment import SubtaskRestore
-from lockgate.runtime.taskexecutor.operators import OperatorSpec
-from lockgate.runtime.taskexecutor.watermarks import LONG_MAX
 from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_range

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lockgate.runtime.acknowledgement import SubtaskAck
+from lockgate.runtime.messages.acknowledgement import SubtaskAck
 
 
 class SubtaskPlacement:

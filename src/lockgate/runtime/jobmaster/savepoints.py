@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from lockgate.checkpoint.metadata import CheckpointMetadata
 from lockgate.checkpoint.savepoint import complete_savepoint, new_savepoint_directory
 from lockgate.checkpoint.storage import Storage
-from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.messages.acknowledgement import SubtaskAck
 
 log = logging.getLogger("lockgate")
 

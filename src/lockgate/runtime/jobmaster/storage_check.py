@@ -28,7 +28,7 @@ from lockgate.common import config_options as options
 from lockgate.common.config_options import ConfigurationError
 from lockgate.runtime.jobmaster.executors import Executor, located_rdd, wait_for_executors
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.storage_probe import (
+from lockgate.runtime.messages.storage_probe import (
     DRIVER_FILE,
     LOCAL,
     READ,
@@ -37,8 +37,8 @@ from lockgate.runtime.storage_probe import (
     ProbeOrder,
     ProbeReport,
     ProbeTarget,
-    StorageProbe,
 )
+from lockgate.runtime.sparktask.storage_probe import StorageProbe
 from lockgate.state.manifests import ROCKSDB
 
 log = logging.getLogger("lockgate")

@@ -10,9 +10,9 @@ import pytest
 from lockgate.checkpoint.storage import Storage
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.graph.job_graph import build_job_graph
-from lockgate.runtime.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster.ack_collector import AckCollector
+from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
 from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
 from lockgate.state.snapshot import GroupHandle
 

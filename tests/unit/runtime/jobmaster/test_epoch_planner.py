@@ -9,11 +9,11 @@ from driver_parts import collection_job, resolve, watching_job
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.storage import Storage
-from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.epoch_planner import EpochPlanner
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_state import JobState
-from lockgate.runtime.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
+from lockgate.runtime.messages.acknowledgement import SubtaskAck
+from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 
 GRAPH = object()  # stands for the job graph's broadcast, which tasks only carry
 

@@ -22,10 +22,10 @@ from lockgate.datastream import (
 )
 from lockgate.datastream.connectors.file_system import FileSink
 from lockgate.graph.job_graph import build_job_graph
-from lockgate.runtime.acknowledgement import SubtaskAck
 from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
+from lockgate.runtime.messages.acknowledgement import SubtaskAck
+from lockgate.runtime.messages.task_deployment import SubtaskRestore
 from lockgate.runtime.source import SplitProgress
-from lockgate.runtime.task_deployment import SubtaskRestore
 from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
 from lockgate.state.snapshot import GroupHandle
 

@@ -13,7 +13,7 @@ def spark_text(error: str, message: str) -> str:
         "An error occurred while calling o123.collectAndServe.\n"
         "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
         '  File "epoch_task.py", line 90, in __call__\n'
-        "lockgate.runtime.taskexecutor.host_client.SubtaskHostError: subtask 0 of task 1 "
+        "lockgate.runtime.sparktask.host_client.SubtaskHostError: subtask 0 of task 1 "
         "(run j#0) failed in its host:\n"
         "Traceback (most recent call last):\n"
         '  File "subtask_host.py", line 134, in batch\n'

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lockgate.runtime.jobmaster.executors import Executor
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.storage_check import _configured, _message, probe_targets
-from lockgate.runtime.storage_probe import LOCAL, READ, SHARED, ProbeFailure, ProbeReport
+from lockgate.runtime.messages.storage_probe import LOCAL, READ, SHARED, ProbeFailure, ProbeReport
 
 CLUSTER = "spark://10.0.0.1:7077"
 

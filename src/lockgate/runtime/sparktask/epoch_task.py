@@ -1,0 +1,132 @@
+"""What a Spark task runs: one subtask of one task for one epoch.
+
+The task is the subtask's courier: it hands the epoch's input, in a deterministic order, to
+the host where the subtask lives on this machine (started here if there is none, see
+``host_client``) and passes the host's output on to Spark while the input is processed. The
+subtask itself, with its user functions and keyed state, stays in the host from epoch to
+epoch, whatever Python worker Spark runs the task in.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any
+
+from pyspark import SparkFiles, TaskContext
+
+from lockgate.runtime.messages.host_protocol import EpochStart
+from lockgate.runtime.messages.spark_items import ATTEMPT_TAG, PLACEMENT_EDGE, Output
+from lockgate.runtime.messages.task_deployment import TaskDeploymentDescriptor
+from lockgate.runtime.source import SplitAssignment, SplitEnumerator
+from lockgate.runtime.sparktask.host_client import HostSession
+
+
+def source_input(
+    enumerator: SplitEnumerator, assignments: list[SplitAssignment]
+) -> list[tuple[bytes, bytes]]:
+    """A source subtask's partition data for one epoch: per assignment its control record
+    (JSON, checked when the host reads it) and its payload (data, pickled like records)."""
+    return [
+        (
+            json.dumps(assignment.to_json()).encode(),
+            pickle.dumps(enumerator.payload(assignment), pickle.HIGHEST_PROTOCOL),
+        )
+        for assignment in assignments
+    ]
+
+
+class EpochTask:
+    """The function Spark maps over the partitions of one task's stage in one epoch.
+
+    Partition i of a source task is ``(restore, assignments)`` of subtask i (``restore``:
+    its encoded ``SubtaskRestore``); any other task brings its subtasks' restores in
+    ``restores``, which Spark ships once per executor with the stage's function, and each
+    task decodes only its own. The restores of a task after a shuffle are not in its input
+    so that the stages before it can run before they are known (pipelined epochs).
+
+    Output items are ``(target subtask, (edge, sender, attempt, sequence, pickled batch))``
+    for the next stage's shuffle, and negative tags for the driver.
+    """
+
+    def __init__(
+        self, descriptor: TaskDeploymentDescriptor, graph: Any, restores: list[bytes] | None
+    ):
+        self.descriptor = descriptor.encode()
+        self.graph = graph  # a Spark broadcast of the cloudpickled job graph
+        self.restores = restores  # None for a source task
+
+    def __call__(self, index: int, items: Iterable[Any]) -> Iterator[Any]:
+        task = TaskDeploymentDescriptor.decode(self.descriptor)
+        context = TaskContext.get()
+        attempt = context.attemptNumber() if context is not None else 0
+        # Unique in the application (a resubmitted stage counts attempts from 0 again): names
+        # this attempt's state files and the version of the subtask it leaves behind
+        version = f"{task.tag}a{context.taskAttemptId() if context is not None else 0}"
+        if self.restores is None:
+            restore, inputs = _source_partition(items)
+        else:
+            restore, inputs = self.restores[index], _shuffled_input(items)
+        host = open_session(task.run, task.vertex, index)
+        try:
+            start = EpochStart(
+                _local_descriptor(task), list(sys.path), restore.decode(), index, version, attempt
+            )
+            host.begin(start, lambda: self.graph.value)
+            if task.source:
+                for raw, payload in inputs:
+                    yield from _spark_items(host.source(raw, payload), index, version)
+            else:
+                for edge, sender, sender_attempt, sequence, blob in inputs:
+                    outputs = host.batch(edge, sender, sender_attempt, sequence, blob)
+                    yield from _spark_items(outputs, index, version)
+            yield from _spark_items(host.finish(), index, version)
+        finally:
+            host.close()
+        if task.reports_attempt:
+            yield ATTEMPT_TAG, (task.vertex, index, version)
+
+
+def _local_descriptor(task: TaskDeploymentDescriptor) -> str:
+    """The descriptor, with the keyed state's local directories resolved on this executor
+    (Spark tells its workers where the application's local files go, not other processes)."""
+    if task.keyed_state.local_dirs:
+        return task.encode().decode()
+    local_dirs = (SparkFiles.getRootDirectory(),)
+    return (
+        replace(task, keyed_state=replace(task.keyed_state, local_dirs=local_dirs))
+        .encode()
+        .decode()
+    )
+
+
+# How a task reaches its subtask's host (tests run hosts in-process)
+open_session = HostSession
+
+
+def _spark_items(outputs: Iterable[Output], index: int, version: str) -> Iterator[Any]:
+    for target, edge, sequence, blob in outputs:
+        if target < 0:
+            yield target, blob  # to the driver
+        else:
+            yield target, (edge, index, version, sequence, blob)
+
+
+def _source_partition(items: Iterable[Any]) -> tuple[bytes, list[Any]]:
+    """A source subtask's restore and its assignments, as planned."""
+    ((restore, assignments),) = items  # one item per source partition (see EpochJob)
+    return restore, assignments
+
+
+def _shuffled_input(items: Iterable[Any]) -> list[Any]:
+    """A shuffled input's batches in a deterministic order, (edge, sender, sequence),
+    without the placement markers."""
+    payloads = [payload for _, payload in items if payload[0] != PLACEMENT_EDGE]
+    return sorted(payloads, key=_channel_order)
+
+
+def _channel_order(payload: tuple[int, int, str, int, Any]) -> tuple[int, int, int]:
+    return payload[0], payload[1], payload[3]

@@ -1,0 +1,185 @@
+"""The process of one subtask host, forked by its executor's task manager.
+
+The host serves the tasks of its subtask one at a time over an abstract Unix socket named by
+run, task and subtask, and lives until the run ends for it: end of input, a release by the
+driver, or the end of the executor's Python daemon (the host is in the daemon's process
+group, which the daemon signals when it stops, and it watches the daemon's pid in case the
+daemon itself is killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import selectors
+import socket
+import sys
+import traceback
+
+from lockgate.runtime.messages import host_protocol as protocol
+from lockgate.runtime.messages.host_protocol import (
+    EpochStart,
+    FrameReader,
+    HostFailure,
+    HostReleased,
+    HostRequest,
+    HostStarted,
+)
+from lockgate.runtime.messages.spark_items import Output
+from lockgate.runtime.subtaskhost.cancellation import CancelWatch, TaskGone
+from lockgate.runtime.subtaskhost.subtask_host import SubtaskHost
+
+log = logging.getLogger("lockgate")
+
+
+def _send_outputs(conn: socket.socket, outputs: list[Output]) -> None:
+    for target, edge, sequence, blob in outputs:
+        protocol.send(
+            conn, protocol.OUTPUT, protocol.OUTPUT_HEADER.pack(target, edge, sequence), blob
+        )
+
+
+class _Connection:
+    """One task's conversation with the host: an epoch, or a release."""
+
+    def __init__(self, conn: socket.socket, host: SubtaskHost):
+        self.conn = conn
+        self.reader = FrameReader(conn)
+        self.host = host
+        self.watch = CancelWatch(conn)
+
+    def serve(self) -> bool:
+        """Serve the task; True when the host must exit: its subtask is closed, at the end
+        of the input or after a failed epoch (a retry starts a fresh host, so no host is
+        left without a subtask)."""
+        try:
+            return self._serve()
+        finally:
+            self.watch.close()
+
+    def _serve(self) -> bool:
+        try:
+            kind, payload = self.reader.read()
+        except OSError:  # the task left before it said anything (HostConnectionLost)
+            return False
+        if kind == protocol.RELEASE:
+            held = self.host.subtask is not None
+            close_error = self.host.release()
+            self._reply(protocol.RELEASED, HostReleased(held, close_error))
+            return True
+        try:
+            if kind != protocol.START:
+                raise RuntimeError(f"a task opened with a frame of kind {kind}, not START")
+            start = EpochStart.from_json(protocol.load_json(payload, "an epoch start"))
+            _extend_path(start.python_path)
+            with self.watch.working():
+                self.host.begin(start, self._graph)
+            protocol.send(self.conn, protocol.READY)
+            return self._epoch()
+        except (TaskGone, ConnectionError):
+            self.host.abort()  # the task is gone (killed or cancelled)
+            return True
+        except Exception:
+            self.host.abort()
+            self._reply(protocol.FAILED, HostFailure(traceback.format_exc()))
+            return True
+
+    def _epoch(self) -> bool:
+        conn, host, working = self.conn, self.host, self.watch.working
+        while True:
+            kind, payload = self.reader.read()
+            if kind == protocol.BATCH:
+                edge, sender, sequence, length = protocol.BATCH_HEADER.unpack_from(payload)
+                start = protocol.BATCH_HEADER.size
+                attempt = payload[start : start + length].decode()
+                blob = payload[start + length :]
+                with working():
+                    outputs = host.batch(edge, sender, attempt, sequence, blob)
+                _send_outputs(conn, outputs)
+            elif kind == protocol.SOURCE:
+                with working():
+                    outputs = host.source(*protocol.split_source_frame(payload))
+                _send_outputs(conn, outputs)
+            elif kind == protocol.FINISH:
+                with working():
+                    outputs, done = host.finish()
+                _send_outputs(conn, outputs)
+                protocol.send_record(conn, protocol.DONE, done)
+                return done.closed
+            else:
+                raise RuntimeError(f"unexpected frame of kind {kind} inside an epoch")
+            protocol.send(conn, protocol.READY)
+
+    def _graph(self) -> bytes:
+        protocol.send(self.conn, protocol.NEED_GRAPH)
+        kind, payload = self.reader.read()
+        if kind != protocol.GRAPH:
+            raise RuntimeError(f"asked for the job graph, the task sent a frame of kind {kind}")
+        return payload
+
+    def _reply(self, kind: int, record: HostFailure | HostReleased) -> None:
+        with contextlib.suppress(OSError):  # the task is gone; nobody is left to tell
+            protocol.send_record(self.conn, kind, record)
+
+
+def _extend_path(python_path: list[str]) -> None:
+    """Make the task's modules importable here (the host may outlive the job that started
+    it: a later job can bring other --py-files)."""
+    known = set(sys.path)
+    sys.path.extend(entry for entry in python_path if entry not in known)
+
+
+def watch_daemon(daemon_pid: int) -> int | None:
+    """A file descriptor that becomes readable when the daemon exits (None: already gone)."""
+    try:
+        return os.pidfd_open(daemon_pid)
+    except ProcessLookupError:
+        return None
+
+
+def serve(listener: socket.socket, host: SubtaskHost, daemon_pid: int) -> None:
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    daemon = watch_daemon(daemon_pid)
+    if daemon is None:
+        return
+    selector.register(daemon, selectors.EVENT_READ)
+    uid = os.getuid()
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is daemon:
+                return  # the executor's Python daemon is gone, and with it the executor
+            conn, _ = listener.accept()
+            with conn:
+                if protocol.peer_credentials(conn)[1] != uid:
+                    log.warning("refused a connection from another user to %s", host.run)
+                    continue
+                if _Connection(conn, host).serve():
+                    return
+
+
+def run_host(requester: socket.socket, request: HostRequest, daemon_pid: int) -> None:
+    """Become the host of ``request`` (in a process the task manager just forked): bind its
+    socket, tell the requesting task, and serve until the run ends for the subtask."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(protocol.socket_name(request))
+    except OSError as exc:
+        status = "exists" if exc.errno == errno.EADDRINUSE else f"cannot listen: {exc}"
+        _answer(requester, status)
+        return
+    listener.listen(64)
+    _answer(requester, "ready")
+    host = SubtaskHost(request)
+    try:
+        serve(listener, host, daemon_pid)
+    finally:
+        listener.close()
+        host.discard()
+
+
+def _answer(requester: socket.socket, status: str) -> None:
+    with requester, contextlib.suppress(OSError):  # gone: the next task finds the host by name
+        protocol.send_record(requester, protocol.SPAWNED, HostStarted(status))
