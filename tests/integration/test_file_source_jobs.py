@@ -21,7 +21,7 @@ from exactly_once_job import (
 from lockgate_it_support import SparkJobCounter, by_key, collect, run_in_thread
 
 from lockgate.common import Duration, WatermarkStrategy
-from lockgate.connectors.file_source import FileEnumeratorState
+from lockgate.connectors.file.enumerator import FileEnumeratorState
 from lockgate.datastream import ExternalizedCheckpointRetention
 from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
 

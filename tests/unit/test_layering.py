@@ -146,5 +146,5 @@ def test_layer_of():
     assert layer_of("lockgate.state.manifests") < layer_of("lockgate.checkpoint.metadata")
     assert layer_of("lockgate.checkpoint.savepoint") < layer_of("lockgate.state_processor.errors")
     assert layer_of("lockgate.state_processor") < layer_of("lockgate.runtime")
-    assert layer_of("lockgate.runtime.source") < layer_of("lockgate.connectors.file_sink")
+    assert layer_of("lockgate.runtime.source") < layer_of("lockgate.connectors.file.writer")
     assert layer_of("lockgate") == layer_of("lockgate.datastream.functions")

@@ -8,7 +8,9 @@ import uuid
 import fsspec
 import pytest
 
-from lockgate.connectors.file_sink import FileCommitter, PartCommittable, SinkError, commit_part
+from lockgate.connectors.file.committable import PartCommittable, commit_part
+from lockgate.connectors.file.committer import FileCommitter
+from lockgate.connectors.file.sink import SinkError
 
 
 def local(tmp_path, name: str = "part-6f1c2a3e-3", bucket: str = ""):

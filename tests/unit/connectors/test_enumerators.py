@@ -11,12 +11,8 @@ import pytest
 
 from lockgate.common.records import RecordFormatError
 from lockgate.connectors.collection import CollectionEnumerator, CollectionSource
-from lockgate.connectors.file_source import (
-    FileEnumerator,
-    FileEnumeratorState,
-    FileSplit,
-    TextLineFileSource,
-)
+from lockgate.connectors.file.enumerator import FileEnumerator, FileEnumeratorState, FileSplit
+from lockgate.connectors.file.source import TextLineFileSource
 from lockgate.connectors.offset_splits import OffsetSplitsState
 from lockgate.runtime.source import SplitAssignment, SplitProgress
 
@@ -592,8 +588,9 @@ def file_snapshot(**changes) -> dict:
     ],
 )
 def test_a_damaged_file_snapshot_names_where_and_what(files, snapshot, message):
-    enumerator = TextLineFileSource([str(files)], monitor_interval_ms=0).create_enumerator(2)
-    run_epoch(enumerator.source, enumerator, 2)
+    source = TextLineFileSource([str(files)], monitor_interval_ms=0)
+    enumerator = source.create_enumerator(2)
+    run_epoch(source, enumerator, 2)
     before = enumerator.snapshot()
     with pytest.raises(RecordFormatError, match=message) as info:
         enumerator.restore(snapshot, WHERE)

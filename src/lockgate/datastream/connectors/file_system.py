@@ -7,9 +7,11 @@ from typing import Any, NoReturn
 from lockgate.common.serialization import Encoder
 from lockgate.common.time import Duration
 from lockgate.common.unsupported import not_supported, unsupported
-from lockgate.connectors.file_sink import BucketAssigner as SinkBuckets
-from lockgate.connectors.file_sink import FileCommitter, FileSinkSettings, file_sink_writer
-from lockgate.connectors.file_source import TextLineFileSource
+from lockgate.connectors.file.committer import FileCommitter
+from lockgate.connectors.file.sink import BucketAssigner as SinkBuckets
+from lockgate.connectors.file.sink import FileSinkSettings
+from lockgate.connectors.file.source import TextLineFileSource
+from lockgate.connectors.file.writer import file_sink_writer
 from lockgate.graph.operator_spec import OperatorKind, OperatorSpec
 
 

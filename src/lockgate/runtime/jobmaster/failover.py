@@ -22,7 +22,6 @@ from lockgate.checkpoint.coordinator import (
 from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.checkpoint.savepoint import is_checkpoint_path, load_snapshot
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
-from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
@@ -33,6 +32,7 @@ from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
 from lockgate.runtime.jobmaster.job_summary import JobSummary
 from lockgate.runtime.jobmaster.restart import now_ms
+from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 from lockgate.runtime.messages.task_deployment import run_id
 
 log = logging.getLogger("lockgate")

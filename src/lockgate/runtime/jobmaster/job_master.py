@@ -23,7 +23,6 @@ from pyspark.sql import SparkSession
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator, CheckpointSettings
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
-from lockgate.checkpoint.staged_files import StagedFilesRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common import config_options as options
 from lockgate.common.clock import processing_time_ms
@@ -58,6 +57,7 @@ from lockgate.runtime.jobmaster.savepoints import (
 )
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
+from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 from lockgate.runtime.jobmaster.storage_check import check_storage
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import run_id

@@ -13,7 +13,6 @@ from itertools import repeat
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
-from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.common.clock import processing_time_ms
 from lockgate.common.type_conversion import print_formatter, record_converter
 from lockgate.common.typeinfo import TypeInformation
@@ -33,6 +32,7 @@ from lockgate.runtime.subtaskhost.context import (
     TimeDomain,
     TimerService,
 )
+from lockgate.runtime.subtaskhost.staging_log import StagingLog
 from lockgate.runtime.subtaskhost.timer_service import InternalTimerService
 from lockgate.state.descriptors import ReducingStateDescriptor
 from lockgate.state.operator_state_backend import OperatorStateBackend

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from pickle import loads
 from typing import Any
 
-from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.type_conversion import (
@@ -41,6 +40,7 @@ from lockgate.runtime.subtaskhost.operators import (
     create_operator,
     key_function,
 )
+from lockgate.runtime.subtaskhost.staging_log import StagingLog
 from lockgate.runtime.subtaskhost.timestamps_and_watermarks import (
     SourceOperator,
     TimestampsAndWatermarksOperator,

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from itertools import islice
 from pickle import loads
 
-from lockgate.checkpoint.staged_files import StagingLog
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
 from lockgate.runtime.errors import InjectedFailure
@@ -28,6 +27,7 @@ from lockgate.runtime.messages.host_protocol import EpochDone, EpochStart, HostR
 from lockgate.runtime.messages.spark_items import Output
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 from lockgate.runtime.source import SplitAssignment, SplitProgress
+from lockgate.runtime.subtaskhost.staging_log import StagingLog
 from lockgate.runtime.subtaskhost.subtask import Subtask
 from lockgate.runtime.subtaskhost.watermarks import ChannelEnd
 from lockgate.state.canonical_snapshot import CanonicalKeyError

@@ -9,11 +9,11 @@ from collections import deque
 import pytest
 from driver_parts import Checkpointing, file_sink_job
 
-from lockgate.checkpoint.staged_files import StagedFilesRegistry
-from lockgate.connectors.file_sink import PartCommittable
+from lockgate.connectors.file.committable import PartCommittable
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 from lockgate.runtime.jobmaster.failover import Failover
 from lockgate.runtime.jobmaster.job_summary import JobSummary
+from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 
 RESTARTS = {
     "restart-strategy.type": "fixed-delay",

@@ -13,7 +13,8 @@ from lockgate.checkpoint.metadata import (
     OperatorSubtaskState,
 )
 from lockgate.common import Encoder
-from lockgate.connectors.file_sink import FileCommitter, PartCommittable
+from lockgate.connectors.file.committable import PartCommittable
+from lockgate.connectors.file.committer import FileCommitter
 from lockgate.connectors.offset_splits import OffsetSplitsState
 from lockgate.datastream import (
     KeyedProcessFunction,

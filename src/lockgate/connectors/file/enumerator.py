@@ -1,4 +1,5 @@
-"""Text-line file source: bounded over files and directories, or monitoring continuously.
+"""The text-line file source's split enumerator, on the driver: which files exist, who reads
+each, and how far. The source is bounded over files and directories, or monitors them.
 
 A split is one file and its position a byte offset, so a re-run of an epoch reads exactly
 the same lines: the plan fixes the start offset and the record count, and files are
@@ -29,7 +30,7 @@ import heapq
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,7 +38,6 @@ from fsspec.core import url_to_fs
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 from lockgate.runtime.source import (
-    Source,
     SourceError,
     SplitAssignment,
     SplitEnumerator,
@@ -54,107 +54,21 @@ def _is_hidden(path: str, root: str) -> bool:
     return any(part.startswith((".", "_")) for part in relative.split("/") if part)
 
 
-class TextLineFileSource(Source):
-    def __init__(
-        self, paths: list[str], charset: str = "UTF-8", monitor_interval_ms: int | None = None
-    ):
-        self.paths = [str(p) for p in paths]
-        self.charset = charset
-        self.monitor_interval_ms = monitor_interval_ms
-
-    @property
-    def bounded(self) -> bool:  # type: ignore[override]
-        return self.monitor_interval_ms is None
-
-    def validate(self) -> None:
-        if not self.paths:
-            raise SourceError("FileSource needs at least one input path")
-        for path in self.paths:
-            fs, local = url_to_fs(path)
-            if not fs.exists(local):
-                raise SourceError(f"FileSource input path does not exist: {path}")
-
-    def list_files(self) -> list[str]:
-        """Visible files under the source's paths, as URLs, in a stable order."""
-        found: list[str] = []
-        for path in self.paths:
-            fs, root = url_to_fs(path)
-            if not fs.exists(root):
-                raise SourceError(f"FileSource input path does not exist: {path}")
-            if fs.isdir(root):
-                root = root.rstrip("/")
-                for name in sorted(fs.find(root)):
-                    if not _is_hidden(name, root):
-                        found.append(fs.unstrip_protocol(name) if "://" in path else name)
-            else:
-                found.append(path)
-        return found
-
-    def create_enumerator(self, parallelism: int) -> FileEnumerator:
-        return FileEnumerator(self, parallelism)
-
-    def read(
-        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
-    ) -> Iterator[str]:
-        path = assignment.split
-        offset = assignment.start
-        limit = assignment.max_records
-        count = 0
-        try:
-            fs, local = url_to_fs(path)
-            with fs.open(local, "rb") as handle:
-                handle.seek(offset)
-                for raw in handle:
-                    if b"\r" not in raw:  # the common case: one line ending in "\n" (or EOF)
-                        yield self._decode(raw[:-1] if raw.endswith(b"\n") else raw, path, offset)
-                        offset += len(raw)
-                        count += 1
-                    else:
-                        for line, consumed in _split_carriage_returns(raw):
-                            yield self._decode(line, path, offset)
-                            offset += consumed
-                            count += 1
-                            if count >= limit:
-                                break
-                        if offset != handle.tell():  # stopped inside a "\r"-separated run
-                            break
-                    if count >= limit:
-                        break
-                at_end = offset == handle.tell() and handle.read(1) == b""
-                finished = count < limit or at_end
-        except FileNotFoundError:
-            raise SourceError(f"FileSource input file disappeared: {path}") from None
-        progress[path] = SplitProgress(offset, finished)
-
-    def _decode(self, line: bytes, path: str, offset: int) -> str:
-        try:
-            return line.decode(self.charset)
-        except UnicodeDecodeError as exc:
-            raise SourceError(
-                f"FileSource cannot decode {path} as {self.charset} at byte offset "
-                f"{offset}: {exc.reason}"
-            ) from None
-
-
-def _split_carriage_returns(raw: bytes) -> Iterator[tuple[bytes, int]]:
-    """Lines of a chunk that ends at "\n" (or EOF) but holds "\r" or "\r\n" line ends too.
-
-    Yields each line without its terminator and the bytes it consumed, so that "\n",
-    "\r\n" and a lone "\r" all end a line, as in Java's ``BufferedReader.readLine``.
-    """
-    start = 0
-    end = len(raw)
-    while start < end:
-        cr = raw.find(b"\r", start)
-        lf = raw.find(b"\n", start)
-        stops = [i for i in (cr, lf) if i >= 0]
-        if not stops:
-            yield raw[start:], end - start
-            return
-        stop = min(stops)
-        width = 2 if raw[stop : stop + 2] == b"\r\n" else 1
-        yield raw[start:stop], stop + width - start
-        start = stop + width
+def list_visible_files(paths: list[str]) -> list[str]:
+    """Visible files under ``paths``, as URLs, in a stable order."""
+    found: list[str] = []
+    for path in paths:
+        fs, root = url_to_fs(path)
+        if not fs.exists(root):
+            raise SourceError(f"FileSource input path does not exist: {path}")
+        if fs.isdir(root):
+            root = root.rstrip("/")
+            for name in sorted(fs.find(root)):
+                if not _is_hidden(name, root):
+                    found.append(fs.unstrip_protocol(name) if "://" in path else name)
+        else:
+            found.append(path)
+    return found
 
 
 @dataclass(frozen=True)
@@ -253,8 +167,15 @@ class FileEnumerator(SplitEnumerator):
     """Discovers files, gives each new one to the subtask reading the fewest, and tracks its
     byte offset until it is read to its end (see the module docstring for what it keeps)."""
 
-    def __init__(self, source: TextLineFileSource, parallelism: int):
-        self.source = source
+    def __init__(
+        self,
+        list_files: Callable[[], list[str]],
+        monitor_interval_ms: int | None,
+        parallelism: int,
+    ):
+        self.list_files = list_files  # the source's listing of its visible files
+        self.monitor_interval_ms = monitor_interval_ms
+        self.bounded = monitor_interval_ms is None
         self.parallelism = parallelism
         self.reading: dict[str, FileSplit] = {}
         self.finished: set[str] = set()
@@ -262,7 +183,7 @@ class FileEnumerator(SplitEnumerator):
         self.next_listing: float | None = 0.0
 
     def _list(self) -> None:
-        listed = self.source.list_files()
+        listed = self.list_files()
         self.finished.intersection_update(listed)  # the others were deleted
         reading = Counter(split.subtask for split in self.reading.values())
         least_busy = [(reading[subtask], subtask) for subtask in range(self.parallelism)]
@@ -272,7 +193,7 @@ class FileEnumerator(SplitEnumerator):
                 count, subtask = least_busy[0]
                 heapq.heapreplace(least_busy, (count + 1, subtask))
                 self.reading[path] = FileSplit(path, subtask, 0)
-        interval = self.source.monitor_interval_ms
+        interval = self.monitor_interval_ms
         self.next_listing = None if interval is None else time.monotonic() + interval / 1000
 
     def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
@@ -294,10 +215,10 @@ class FileEnumerator(SplitEnumerator):
                 self.reading[path] = replace(self.reading[path], position=report.position)
 
     def is_finished(self) -> bool:
-        return self.source.bounded and self.next_listing is None and not self.reading
+        return self.bounded and self.next_listing is None and not self.reading
 
     def snapshot(self) -> dict[str, Any]:
-        if self.source.bounded and self.next_listing is not None:
+        if self.bounded and self.next_listing is not None:
             # A bounded source reads the files of its one listing: a checkpoint holds them,
             # even one taken before the first epoch was planned.
             self._list()
@@ -317,4 +238,4 @@ class FileEnumerator(SplitEnumerator):
         self.finished = set(state.finished)
         # A bounded source's files are those of the checkpoint; a continuous one lists at
         # once, since files may have come and gone after the checkpoint.
-        self.next_listing = None if self.source.bounded else 0.0
+        self.next_listing = None if self.bounded else 0.0

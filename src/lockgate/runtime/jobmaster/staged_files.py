@@ -19,79 +19,18 @@ not killed yet may still create the file it recorded.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from typing import Any
 
 from fsspec.core import url_to_fs
 
 from lockgate.checkpoint.storage import Storage
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.common.records import RecordFormatError
+from lockgate.runtime.messages.staged_files import StagedFiles
 
-FORMAT = "lockgate-staged-files"
-VERSION = 1
 ZOMBIE_EPOCHS = 2
 
 
-@dataclass(frozen=True)
-class StagedFiles:
-    """What one attempt of one subtask staged in one epoch."""
-
-    epoch: int
-    vertex: int
-    subtask: int
-    attempt: str
-    files: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return record_name(self.epoch, self.vertex, self.subtask, self.attempt)
-
-    def to_json(self) -> dict[str, Any]:
-        return envelope(
-            FORMAT,
-            VERSION,
-            {
-                "epoch": self.epoch,
-                "vertex": self.vertex,
-                "subtask": self.subtask,
-                "attempt": self.attempt,
-                "files": list(self.files),
-            },
-        )
-
-    @staticmethod
-    def from_json(raw: object, where: str) -> StagedFiles:
-        body = open_envelope(raw, FORMAT, VERSION, where)
-        files = field(body, "files", list, where)
-        if not all(isinstance(url, str) for url in files):
-            raise RecordFormatError(f"{where}: field 'files' must list URLs")
-        return StagedFiles(
-            field(body, "epoch", int, where),
-            field(body, "vertex", int, where),
-            field(body, "subtask", int, where),
-            field(body, "attempt", str, where),
-            tuple(files),
-        )
-
-
-def record_name(epoch: int, vertex: int, subtask: int, attempt: str) -> str:
-    return f"e{epoch}/{vertex}-{subtask}-{attempt}.json"
-
-
-class StagingLog:
-    """Task side: the staging record of one attempt, rewritten before each new file."""
-
-    def __init__(self, storage: Storage, epoch: int, vertex: int, subtask: int, attempt: str):
-        self.storage = storage
-        self.record = StagedFiles(epoch, vertex, subtask, attempt, ())
-
-    def stage(self, url: str) -> None:
-        self.record = replace(self.record, files=(*self.record.files, url))
-        self.storage.write_json(self.record.name, self.record.to_json())
-
-
 class StagedFilesRegistry:
-    """Driver side: reads the staging records under one directory and aborts by name."""
+    """Reads the staging records under one directory and aborts by name."""
 
     def __init__(self, storage: Storage):
         self.storage = storage

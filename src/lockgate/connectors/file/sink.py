@@ -1,0 +1,72 @@
+"""``FileSink``'s row-format sink as the job graph holds it: records encoded to part files
+under a base path, per bucket.
+
+Records go to hidden in-progress files (``.part-...inprogress.<id>``) so readers of the
+directory never see partial output. At the end of every epoch each in-progress file is
+closed and becomes pending; it is renamed to its final name ``<prefix>-<writer>-<n><suffix>``
+at once (at-least-once, or no checkpointing), or when the checkpoint covering the epoch
+completes (exactly-once). ``<writer>`` is a random id of the writer instance (as in Flink's
+FileSink): a run into the same directory again, a restart without state, or an epoch run a
+second time writes new names, and a commit never replaces a file that exists.
+
+Subtask hosts write the part files (``writer.py``); the driver commits them when a checkpoint
+completes (``committer.py``); a part's committable and its commit (``committable.py``) serve
+both, since without exactly-once the writer publishes its parts itself.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from fsspec.core import url_to_fs
+
+_JAVA_PATTERN = (
+    ("yyyy", "%Y"),
+    ("MM", "%m"),
+    ("dd", "%d"),
+    ("HH", "%H"),
+    ("mm", "%M"),
+    ("ss", "%S"),
+)
+
+
+class SinkError(RuntimeError):
+    """A sink cannot write where it was told to."""
+
+
+@dataclass(frozen=True)
+class BucketAssigner:
+    """Which sub-directory of the base path a record goes to."""
+
+    date_format: str | None = None  # None: the base path itself
+    timezone_id: str | None = None
+
+    def strftime_pattern(self) -> str:
+        pattern = self.date_format or ""
+        for java, python in _JAVA_PATTERN:
+            pattern = pattern.replace(java, python)
+        return pattern
+
+
+@dataclass(frozen=True)
+class FileSinkSettings:
+    base_path: str
+    encoder: Any
+    part_prefix: str = "part"
+    part_suffix: str = ""
+    part_size: int = 128 * 1024 * 1024
+    bucket_assigner: BucketAssigner = BucketAssigner("yyyy-MM-dd--HH")
+
+    def validate(self) -> None:
+        fs, root = url_to_fs(self.base_path)
+        probe = f"{root.rstrip('/')}/.lockgate-probe-{uuid.uuid4().hex}"
+        try:
+            fs.makedirs(root, exist_ok=True)
+            fs.pipe_file(probe, b"")
+            fs.rm(probe)
+        except OSError as exc:
+            raise SinkError(
+                f"FileSink base path is not writable: {self.base_path} ({exc})"
+            ) from exc

@@ -1,0 +1,48 @@
+"""``FileSource``'s text-line source as the job graph holds it: where to read, how to
+decode, whether to monitor. The driver lists and plans with its enumerator
+(``enumerator.py``); subtask hosts read with its reader (``reader.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from fsspec.core import url_to_fs
+
+from lockgate.connectors.file.enumerator import FileEnumerator, list_visible_files
+from lockgate.connectors.file.reader import read_lines
+from lockgate.runtime.source import Source, SourceError, SplitAssignment, SplitProgress
+
+
+class TextLineFileSource(Source):
+    def __init__(
+        self, paths: list[str], charset: str = "UTF-8", monitor_interval_ms: int | None = None
+    ):
+        self.paths = [str(p) for p in paths]
+        self.charset = charset
+        self.monitor_interval_ms = monitor_interval_ms
+
+    @property
+    def bounded(self) -> bool:  # type: ignore[override]
+        return self.monitor_interval_ms is None
+
+    def validate(self) -> None:
+        if not self.paths:
+            raise SourceError("FileSource needs at least one input path")
+        for path in self.paths:
+            fs, local = url_to_fs(path)
+            if not fs.exists(local):
+                raise SourceError(f"FileSource input path does not exist: {path}")
+
+    def list_files(self) -> list[str]:
+        """Visible files under the source's paths, as URLs, in a stable order."""
+        return list_visible_files(self.paths)
+
+    def create_enumerator(self, parallelism: int) -> FileEnumerator:
+        return FileEnumerator(self.list_files, self.monitor_interval_ms, parallelism)
+
+    def read(
+        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
+    ) -> Iterator[str]:
+        return read_lines(assignment, self.charset, progress)
