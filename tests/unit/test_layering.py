@@ -141,6 +141,41 @@ def test_tasks_do_not_import_the_driver():
     assert not found, "\n".join(found)
 
 
+def test_state_processor_tasks_do_not_import_its_driver():
+    """The state processor's task functions import only each other, its records and errors."""
+    allowed = ("lockgate.state_processor.tasks", "lockgate.state_processor.task_records")
+    allowed += ("lockgate.state_processor.errors",)
+    found = [
+        f"{module_name(path)} imports {imported}"
+        for path in sorted((PACKAGE / "state_processor" / "tasks").rglob("*.py"))
+        for imported in sorted(lockgate_imports(path))
+        if imported.startswith("lockgate.state_processor")
+        and not any(imported == a or imported.startswith(a + ".") for a in allowed)
+    ]
+    assert not found, "\n".join(found)
+
+
+# A connector's modules by the process that runs them: its enumerator and committer run on the
+# driver, its reader and writer in subtask hosts; neither side imports the other's.
+CONNECTOR_SIDES = {
+    "enumerator": "driver",
+    "committer": "driver",
+    "reader": "host",
+    "writer": "host",
+}
+
+
+def test_connector_sides_stay_apart():
+    found = []
+    for path in sorted((PACKAGE / "connectors").rglob("*.py")):
+        side = CONNECTOR_SIDES.get(path.stem)
+        for imported in sorted(lockgate_imports(path)):
+            other = CONNECTOR_SIDES.get(imported.rpartition(".")[2])
+            if imported.startswith("lockgate.connectors.") and other and side and other != side:
+                found.append(f"{module_name(path)} ({side}) imports {imported} ({other})")
+    assert not found, "\n".join(found)
+
+
 def test_layer_of():
     assert layer_of("lockgate.checkpoint.storage") < layer_of("lockgate.state.manifests")
     assert layer_of("lockgate.state.manifests") < layer_of("lockgate.checkpoint.metadata")

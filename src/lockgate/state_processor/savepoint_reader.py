@@ -34,11 +34,15 @@ from lockgate.state.timer_queues import TIMERS_KIND
 from lockgate.state.ttl import TTL_KIND_PREFIX, is_ttl_kind
 from lockgate.state_processor import task_records
 from lockgate.state_processor.errors import StateProcessorError, task_failure
-from lockgate.state_processor.operator_state_rows import read_operator_state_rows
 from lockgate.state_processor.spark_types import SAMPLE_ROWS, infer_column, spark_type
-from lockgate.state_processor.state_files import split_by_file
-from lockgate.state_processor.state_rows import read_rows
-from lockgate.state_processor.task_records import OperatorStateReadTask, ReadTask, SubtaskFiles
+from lockgate.state_processor.task_records import (
+    OperatorStateReadTask,
+    ReadTask,
+    SubtaskFiles,
+    split_by_file,
+)
+from lockgate.state_processor.tasks.operator_state_rows import read_operator_state_rows
+from lockgate.state_processor.tasks.state_rows import read_rows
 
 KEY = "key"
 NAMESPACE = "namespace"

@@ -50,20 +50,7 @@ from lockgate.state.operator_state_handle import (
 )
 from lockgate.state.ttl import RAW_KINDS, stored_kind
 from lockgate.state_processor import task_records
-from lockgate.state_processor.canonical_entries import (
-    Entry,
-    bootstrap_entries,
-    existing_entries,
-    write_subtask,
-)
 from lockgate.state_processor.errors import StateProcessorError, task_failure
-from lockgate.state_processor.operator_state_elements import (
-    Element,
-    bootstrap_elements,
-    count_rows,
-    existing_elements,
-    write_operator_state_subtask,
-)
 from lockgate.state_processor.savepoint_reader import (
     SUBTASK,
     SavepointReader,
@@ -81,6 +68,19 @@ from lockgate.state_processor.task_records import (
     WriteTask,
     WrittenOperatorState,
     WrittenSubtask,
+)
+from lockgate.state_processor.tasks.canonical_entries import (
+    Entry,
+    bootstrap_entries,
+    existing_entries,
+    write_subtask,
+)
+from lockgate.state_processor.tasks.operator_state_elements import (
+    Element,
+    bootstrap_elements,
+    count_rows,
+    existing_elements,
+    write_operator_state_subtask,
 )
 
 # The writer of each operator state mode

@@ -29,7 +29,12 @@ from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
 from lockgate.state.key_groups import KeyGroupRange
-from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
+from lockgate.state.manifests import (
+    CanonicalManifest,
+    HeapManifest,
+    KeyedStateManifest,
+    manifest_from_json,
+)
 from lockgate.state.operator_state_handle import (
     BROADCAST,
     MODES,
@@ -460,3 +465,26 @@ class WrittenOperatorState:
             field(raw, "subtask", int, where),
             OperatorStateHandle.from_json(field(raw, "handle", dict, where), where),
         )
+
+
+def split_by_file(files: SubtaskFiles) -> list[SubtaskFiles]:
+    """One part per state file of a key-groups manifest (a heap checkpoint names many; a
+    savepoint one per subtask), so each file is read by a task of its own; a RocksDB
+    instance is one part."""
+    manifest = files.manifest
+    if not isinstance(manifest, HeapManifest | CanonicalManifest):
+        return [files]
+    by_file: dict[str, list[int]] = {}
+    for key_group, handle in sorted(manifest.groups.items()):
+        by_file.setdefault(handle.file, []).append(key_group)
+    return [
+        SubtaskFiles(
+            files.uid,
+            files.name,
+            files.subtask,
+            files.max_parallelism,
+            files.key_groups,
+            type(manifest)(manifest.kinds, {kg: manifest.groups[kg] for kg in key_groups}),
+        )
+        for key_groups in by_file.values()
+    ]

@@ -14,7 +14,7 @@ from lockgate.common.types import Row, Types
 from lockgate.datastream.window import CountWindow, GlobalWindow, TimeWindow
 from lockgate.state_processor.errors import StateProcessorError
 from lockgate.state_processor.spark_types import infer_column, spark_type
-from lockgate.state_processor.spark_values import from_spark, to_spark, window_to_spark
+from lockgate.state_processor.tasks.spark_values import from_spark, to_spark, window_to_spark
 
 Point = namedtuple("Point", "x y")
 

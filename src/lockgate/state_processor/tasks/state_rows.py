@@ -24,9 +24,9 @@ from lockgate.state.key_codec import decode_key
 from lockgate.state.namespaces import NAMESPACED
 from lockgate.state.timer_queues import TIMERS_KIND, timer_origin
 from lockgate.state.ttl import is_ttl_kind, raw_kind
-from lockgate.state_processor.spark_values import to_spark, window_to_spark
-from lockgate.state_processor.state_files import canonical_groups
 from lockgate.state_processor.task_records import TIMERS, ReadTask
+from lockgate.state_processor.tasks.spark_values import to_spark, window_to_spark
+from lockgate.state_processor.tasks.state_files import canonical_groups
 
 
 def read_rows(task_text: str) -> Iterator[tuple[Any, ...]]:

@@ -27,9 +27,9 @@ from lockgate.state.operator_state_handle import (
     StateMeta,
 )
 from lockgate.state_processor.errors import StateProcessorError, task_failure
-from lockgate.state_processor.operator_state_rows import read_operator_state_rows
 from lockgate.state_processor.savepoint_reader import SavepointReader, operator_state_tasks
 from lockgate.state_processor.task_records import dump
+from lockgate.state_processor.tasks.operator_state_rows import read_operator_state_rows
 
 RULES = {"limit": 10, "names": ("a", "b")}
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lockgate.state.operator_state_handle import BROADCAST, read_part
-from lockgate.state_processor.spark_values import to_spark
 from lockgate.state_processor.task_records import OperatorStateReadTask
+from lockgate.state_processor.tasks.spark_values import to_spark
 
 
 def read_operator_state_rows(task_text: str) -> Iterator[tuple[Any, ...]]:

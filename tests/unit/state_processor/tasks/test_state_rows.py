@@ -17,9 +17,16 @@ from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import CanonicalManifest, HeapManifest, RocksDBRescaleManifest
 from lockgate.state.snapshot import GroupHandle
 from lockgate.state.timer_queues import timer_origin, timer_state_name
-from lockgate.state_processor.state_files import canonical_groups, split_by_file
-from lockgate.state_processor.state_rows import read_rows
-from lockgate.state_processor.task_records import KEYED, TIMERS, ReadTask, SubtaskFiles, dump
+from lockgate.state_processor.task_records import (
+    KEYED,
+    TIMERS,
+    ReadTask,
+    SubtaskFiles,
+    dump,
+    split_by_file,
+)
+from lockgate.state_processor.tasks.state_files import canonical_groups
+from lockgate.state_processor.tasks.state_rows import read_rows
 
 SPARK_KEYS = ["a", "b", 7, (1, "x")]  # as Spark gets them: tuples stay tuples
 

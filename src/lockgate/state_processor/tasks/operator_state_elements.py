@@ -35,7 +35,6 @@ from lockgate.state.operator_state_handle import (
     read_pickled_part,
 )
 from lockgate.state_processor.errors import StateProcessorError
-from lockgate.state_processor.spark_values import from_spark
 from lockgate.state_processor.task_records import (
     CountedPartition,
     OperatorStateBootstrapTask,
@@ -44,6 +43,7 @@ from lockgate.state_processor.task_records import (
     WrittenOperatorState,
     dump,
 )
+from lockgate.state_processor.tasks.spark_values import from_spark
 
 Element = tuple[tuple[int, str, bytes], bytes]
 

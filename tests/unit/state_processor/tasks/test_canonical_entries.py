@@ -16,11 +16,6 @@ from lockgate.state.key_codec import decode_key, encode_key
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import CanonicalManifest
 from lockgate.state.savepoint_state import restore_canonical
-from lockgate.state_processor.canonical_entries import (
-    bootstrap_entries,
-    existing_entries,
-    write_subtask,
-)
 from lockgate.state_processor.errors import StateProcessorError
 from lockgate.state_processor.task_records import (
     BootstrapTask,
@@ -28,6 +23,11 @@ from lockgate.state_processor.task_records import (
     WriteTask,
     WrittenSubtask,
     dump,
+)
+from lockgate.state_processor.tasks.canonical_entries import (
+    bootstrap_entries,
+    existing_entries,
+    write_subtask,
 )
 
 STATES = (("v", "value"), ("l", "list"), ("m", "map"), ("t", "ttl-value"))

@@ -29,8 +29,6 @@ from lockgate.state.key_hash import stable_key_hash
 from lockgate.state.savepoint_state import write_canonical_file
 from lockgate.state.ttl import is_ttl_kind, raw_kind
 from lockgate.state_processor.errors import StateProcessorError
-from lockgate.state_processor.spark_values import from_spark
-from lockgate.state_processor.state_files import canonical_groups
 from lockgate.state_processor.task_records import (
     BootstrapTask,
     EntriesTask,
@@ -38,6 +36,8 @@ from lockgate.state_processor.task_records import (
     WrittenSubtask,
     dump,
 )
+from lockgate.state_processor.tasks.spark_values import from_spark
+from lockgate.state_processor.tasks.state_files import canonical_groups
 
 Entry = tuple[int, str, str, bytes, bytes, bytes]
 

@@ -30,29 +30,6 @@ from lockgate.state.savepoint_state import export_groups, group_blobs
 from lockgate.state_processor.task_records import SubtaskFiles
 
 
-def split_by_file(files: SubtaskFiles) -> list[SubtaskFiles]:
-    """One part per state file of a key-groups manifest (a heap checkpoint names many; a
-    savepoint one per subtask), so each file is read by a task of its own; a RocksDB
-    instance is one part."""
-    manifest = files.manifest
-    if not isinstance(manifest, HeapManifest | CanonicalManifest):
-        return [files]
-    by_file: dict[str, list[int]] = {}
-    for key_group, handle in sorted(manifest.groups.items()):
-        by_file.setdefault(handle.file, []).append(key_group)
-    return [
-        SubtaskFiles(
-            files.uid,
-            files.name,
-            files.subtask,
-            files.max_parallelism,
-            files.key_groups,
-            type(manifest)(manifest.kinds, {kg: manifest.groups[kg] for kg in key_groups}),
-        )
-        for key_groups in by_file.values()
-    ]
-
-
 def canonical_groups(files: SubtaskFiles) -> Iterator[tuple[int, bytes]]:
     """(key group, canonical blob) of every key group with entries, in key-group order for
     a restored backend."""

@@ -23,12 +23,6 @@ from lockgate.state.operator_state_handle import (
     read_pickled_part,
 )
 from lockgate.state_processor.errors import StateProcessorError
-from lockgate.state_processor.operator_state_elements import (
-    bootstrap_elements,
-    count_rows,
-    existing_elements,
-    write_operator_state_subtask,
-)
 from lockgate.state_processor.savepoint_writer import chunks_of
 from lockgate.state_processor.task_records import (
     CountedPartition,
@@ -37,6 +31,12 @@ from lockgate.state_processor.task_records import (
     OperatorStateWriteTask,
     WrittenOperatorState,
     dump,
+)
+from lockgate.state_processor.tasks.operator_state_elements import (
+    bootstrap_elements,
+    count_rows,
+    existing_elements,
+    write_operator_state_subtask,
 )
 
 
