@@ -1,3 +1,5 @@
 """lockgate: Flink's state and checkpoint model for PyFlink-style jobs on Apache Spark."""
 
-__version__ = "0.1.0"
+from lockgate.common.version import __version__
+
+__all__ = ["__version__"]

@@ -47,8 +47,11 @@ from lockgate.graph.transformations import (
     REBALANCE,
     RESCALE,
     SHUFFLE,
+    ChainingStrategy,
     Partitioning,
+    PartitioningKind,
     Transformation,
+    TransformationKind,
     stream_type,
 )
 from lockgate.runtime.subtaskhost.broadcast_operator import BroadcastProcessOperator
@@ -106,7 +109,7 @@ class DataStream:
         preserves_type: bool = False,
     ) -> DataStream:
         t = Transformation(
-            "operator",
+            TransformationKind.OPERATOR,
             name,
             [self._transformation],
             spec,
@@ -167,7 +170,7 @@ class DataStream:
             raise TypeError(f"get_side_output needs an OutputTag, got {output_tag!r}")
         self._runnable("get_side_output()")
         t = Transformation(
-            "side_output",
+            TransformationKind.SIDE_OUTPUT,
             f"SideOutput({output_tag.tag_id})",
             [self._transformation],
             output_tag=output_tag.tag_id,
@@ -184,7 +187,7 @@ class DataStream:
             partial(TimestampsAndWatermarksOperator, strategy=watermark_strategy),
         )
         t = Transformation(
-            "operator",
+            TransformationKind.OPERATOR,
             "Timestamps/Watermarks",
             [self._transformation],
             spec,
@@ -196,11 +199,11 @@ class DataStream:
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         _check_function(key_selector, "get_key", "KeySelector")
         t = Transformation(
-            "partition",
+            TransformationKind.PARTITION,
             "KeyBy",
             [self._transformation],
             partitioning=Partitioning(
-                "key_group", key_selector, declared_type(key_type, "key_type")
+                PartitioningKind.KEY_GROUP, key_selector, declared_type(key_type, "key_type")
             ),
         )
         return KeyedStream(self._env, self._env._add(t), self)
@@ -242,16 +245,25 @@ class DataStream:
                 raise TypeError(
                     f"broadcast state descriptors must be MapStateDescriptors, got {descriptor!r}"
                 )
-        t = Transformation("partition", "Broadcast", [self._transformation], partitioning=BROADCAST)
+        t = Transformation(
+            TransformationKind.PARTITION,
+            "Broadcast",
+            [self._transformation],
+            partitioning=BROADCAST,
+        )
         stream = DataStream(self._env, self._env._add(t))
         return BroadcastStream(stream, descriptors) if descriptors else stream
 
     def union(self, *streams: DataStream) -> DataStream:
         inputs = [self._transformation, *(s._transformation for s in streams)]
-        return DataStream(self._env, self._env._add(Transformation("union", "Union", inputs)))
+        return DataStream(
+            self._env, self._env._add(Transformation(TransformationKind.UNION, "Union", inputs))
+        )
 
     def _partition(self, name: str, partitioning: Partitioning) -> DataStream:
-        t = Transformation("partition", name, [self._transformation], partitioning=partitioning)
+        t = Transformation(
+            TransformationKind.PARTITION, name, [self._transformation], partitioning=partitioning
+        )
         return DataStream(self._env, self._env._add(t))
 
     def rebalance(self) -> DataStream:
@@ -287,7 +299,7 @@ class DataStream:
             raise TypeError(
                 "Parameter key_selector should be type of KeySelector or a callable function."
             )
-        partitioning = Partitioning("custom", key_selector, partitioner=partitioner)
+        partitioning = Partitioning(PartitioningKind.CUSTOM, key_selector, partitioner=partitioner)
         return self._partition("PartitionCustom", partitioning)
 
     def project(self, *field_indexes: int) -> DataStream:
@@ -374,12 +386,12 @@ class DataStream:
 
     def start_new_chain(self) -> DataStream:
         """This operator heads a new task: it is not chained to the operator before it."""
-        self._runnable("start_new_chain()").chaining = "head"
+        self._runnable("start_new_chain()").chaining = ChainingStrategy.HEAD
         return self
 
     def disable_chaining(self) -> DataStream:
         """This operator runs in a task of its own, chained to neither side."""
-        self._runnable("disable_chaining()").chaining = "never"
+        self._runnable("disable_chaining()").chaining = ChainingStrategy.NEVER
         return self
 
     def set_description(self, description: str) -> DataStream:
@@ -405,7 +417,9 @@ class DataStream:
     # Sinks --------------------------------------------------------------------------------
 
     def _sink(self, name: str, spec: OperatorSpec, parallelism: int | None) -> DataStreamSink:
-        t = Transformation("sink", name, [self._transformation], spec, parallelism=parallelism)
+        t = Transformation(
+            TransformationKind.SINK, name, [self._transformation], spec, parallelism=parallelism
+        )
         return DataStreamSink(self._env._add(t))
 
     def sink_to(self, sink: Any) -> DataStreamSink:
@@ -425,7 +439,10 @@ class DataStream:
     ) -> CloseableIterator | list[Any]:
         """Run the job and return its results: an iterator, or a list of at most ``limit``."""
         t = Transformation(
-            "sink", "Collect", [self._transformation], OperatorSpec(OperatorKind.COLLECT)
+            TransformationKind.SINK,
+            "Collect",
+            [self._transformation],
+            OperatorSpec(OperatorKind.COLLECT),
         )
         self._env._add(t)
         iterator = self._env._execute_collect(job_execution_name)
@@ -460,7 +477,7 @@ class DataStreamSink:
 
     def disable_chaining(self) -> DataStreamSink:
         """The sink runs in a task of its own."""
-        self._transformation.chaining = "never"
+        self._transformation.chaining = ChainingStrategy.NEVER
         return self
 
     def set_uid_hash(self, uid_hash: str) -> NoReturn:
@@ -665,7 +682,7 @@ class ConnectedStreams:
         )
         env = self.stream1._env
         t = Transformation(
-            "operator",
+            TransformationKind.OPERATOR,
             name,
             [self.stream1._transformation, self.stream2._transformation],
             spec,
@@ -719,7 +736,7 @@ class BroadcastConnectedStream:
         )
         env = self.non_broadcast_stream._env
         t = Transformation(
-            "operator",
+            TransformationKind.OPERATOR,
             "Keyed-Co-Process-Broadcast" if keyed else "Co-Process-Broadcast",
             # the broadcast input first: its edge's records are processed first in an epoch
             [

@@ -29,7 +29,7 @@ from lockgate.datastream.data_stream import (
 )
 from lockgate.datastream.state_backend import StateBackend
 from lockgate.graph.job_graph import JobGraph, build_job_graph, execution_plan
-from lockgate.graph.transformations import Transformation
+from lockgate.graph.transformations import Transformation, TransformationKind
 from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 from lockgate.runtime.jobmaster.job_settings import JobSettings
@@ -253,7 +253,7 @@ class StreamExecutionEnvironment:
         strategy: WatermarkStrategy | None = None,
     ) -> DataStream:
         t = Transformation(
-            "source",
+            TransformationKind.SOURCE,
             name,
             operator=source,
             parallelism=source.default_parallelism,
@@ -320,7 +320,10 @@ class StreamExecutionEnvironment:
         options.validate(config)
         transformations, self._transformations = self._transformations, []
         for t in transformations:
-            if t.kind in ("source", "sink"):
+            if (
+                t.kind in (TransformationKind.SOURCE, TransformationKind.SINK)
+                and t.operator is not None
+            ):
                 t.operator.validate()
         session = self._session()
         job = self._job_graph(transformations)

@@ -16,14 +16,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.common.typeinfo import TypeInformation
+from lockgate.graph.operator_spec import OperatorSpec
 from lockgate.graph.transformations import (
     FORWARD,
     REBALANCE,
+    ChainingStrategy,
     Partitioning,
+    PartitioningKind,
     Transformation,
+    TransformationKind,
     common_type,
     stream_type,
 )
+from lockgate.runtime.source import Source
 from lockgate.state.key_groups import check_parallelism, default_max_parallelism
 
 
@@ -51,8 +57,24 @@ class StreamNode:
         return self.transformation.name
 
     @property
-    def operator(self) -> Any:
+    def operator(self) -> OperatorSpec | Source | None:
         return self.transformation.operator
+
+    @property
+    def spec(self) -> OperatorSpec:
+        """The description of an operator or sink (not a source)."""
+        operator = self.transformation.operator
+        if not isinstance(operator, OperatorSpec):
+            raise TypeError(f"'{self.name}' (uid '{self.uid}') is a source, not an operator")
+        return operator
+
+    @property
+    def source(self) -> Source:
+        """What a source node reads."""
+        operator = self.transformation.operator
+        if not isinstance(operator, Source):
+            raise TypeError(f"'{self.name}' (uid '{self.uid}') is not a source")
+        return operator
 
     @property
     def keyed(self) -> bool:
@@ -60,10 +82,14 @@ class StreamNode:
 
     @property
     def is_source(self) -> bool:
-        return self.transformation.kind == "source"
+        return self.transformation.kind is TransformationKind.SOURCE
 
     @property
-    def input_type(self) -> Any:
+    def is_sink(self) -> bool:
+        return self.transformation.kind is TransformationKind.SINK
+
+    @property
+    def input_type(self) -> TypeInformation | None:
         """The declared type information of the records it receives, when all its inputs
         declare the same (None: none declared)."""
         return common_type(
@@ -82,7 +108,7 @@ class StreamEdge:
     target: StreamNode
     partitioning: Partitioning
     output_tag: str | None = None  # the side output it carries (None: the main output)
-    side_output_type: Any = None  # the type information of that side output's OutputTag
+    side_output_type: TypeInformation | None = None  # its OutputTag's type information
     input_index: int = 1  # which input of a two-input target it feeds (1 or 2)
 
 
@@ -172,7 +198,7 @@ def build_job_graph(
     if not nodes:
         raise GraphError("the job has no operators: add a source and a sink before executing")
     graph = _chain(nodes, chaining)
-    continuous = [n for n in nodes if n.is_source and not n.operator.bounded]
+    continuous = [n for n in nodes if n.is_source and not n.source.bounded]
     if runtime_mode == "BATCH" and continuous:
         raise GraphError(
             f"execution.runtime-mode BATCH needs bounded sources, but source "
@@ -202,9 +228,9 @@ def _upstream(
     nodes: (input, partitioning, the side-output node it is read through)."""
     if t.runs:
         yield t, partitioning, side
-    elif t.kind == "partition":
+    elif t.kind is TransformationKind.PARTITION:
         yield from _upstream(t.inputs[0], partitioning or t.partitioning, side)
-    elif t.kind == "side_output":
+    elif t.kind is TransformationKind.SIDE_OUTPUT:
         yield from _upstream(t.inputs[0], partitioning, t)
     else:  # union
         for branch in t.inputs:
@@ -234,10 +260,11 @@ def _stream_nodes(
         ]
         basis = "|".join(
             [
-                t.kind,
+                t.kind.value,
                 t.name,
                 *(
-                    f"{u.uid}:{p.kind if p else '-'}" + (f":{side.output_tag}" if side else "")
+                    f"{u.uid}:{p.kind.value if p else '-'}"
+                    + (f":{side.output_tag}" if side else "")
                     for u, p, side, _ in upstream
                 ),
             ]
@@ -274,7 +301,7 @@ def _stream_nodes(
 def _edge_partitioning(
     up: StreamNode, down: StreamNode, requested: Partitioning | None
 ) -> Partitioning:
-    if requested is not None and requested.kind != "forward":
+    if requested is not None and requested.kind is not PartitioningKind.FORWARD:
         return requested
     if up.parallelism == down.parallelism:
         return FORWARD
@@ -300,13 +327,16 @@ def _chain(nodes: list[StreamNode], chaining: bool) -> JobGraph:
         chainable = (
             chaining
             and node.inputs
-            and node.transformation.chaining == "always"
-            and all(e.source.transformation.chaining != "never" for e in node.inputs)
+            and node.transformation.chaining is ChainingStrategy.ALWAYS
+            and all(
+                e.source.transformation.chaining is not ChainingStrategy.NEVER for e in node.inputs
+            )
             and len(parents) == 1
             and not node.keyed
             and not node.transformation.two_input  # it takes each input from its own edges
             and all(
-                e.partitioning.kind == "forward" and e.source.parallelism == node.parallelism
+                e.partitioning.kind is PartitioningKind.FORWARD
+                and e.source.parallelism == node.parallelism
                 for e in node.inputs
             )
         )
@@ -330,14 +360,15 @@ def _chain(nodes: list[StreamNode], chaining: bool) -> JobGraph:
 
 
 _SHIP_STRATEGIES = {
-    "forward": "FORWARD",
-    "rebalance": "REBALANCE",
-    "rescale": "RESCALE",
-    "shuffle": "SHUFFLE",
-    "key_group": "HASH",
-    "broadcast": "BROADCAST",
-    "custom": "CUSTOM",
+    PartitioningKind.FORWARD: "FORWARD",
+    PartitioningKind.REBALANCE: "REBALANCE",
+    PartitioningKind.RESCALE: "RESCALE",
+    PartitioningKind.SHUFFLE: "SHUFFLE",
+    PartitioningKind.KEY_GROUP: "HASH",
+    PartitioningKind.BROADCAST: "BROADCAST",
+    PartitioningKind.CUSTOM: "CUSTOM",
 }
+_PACTS = {TransformationKind.SOURCE: "Data Source", TransformationKind.SINK: "Data Sink"}
 
 
 def execution_plan(graph: JobGraph) -> str:
@@ -352,7 +383,7 @@ def execution_plan(graph: JobGraph) -> str:
             entry: dict[str, Any] = {
                 "id": t.id,
                 "type": t.name,
-                "pact": {"source": "Data Source", "sink": "Data Sink"}.get(t.kind, "Operator"),
+                "pact": _PACTS.get(t.kind, "Operator"),
                 "contents": t.description or t.name,
                 "parallelism": node.parallelism,
                 "uid": node.uid,

@@ -25,7 +25,7 @@ def chains(graph: JobGraph) -> list[str]:
 
 
 def edges(graph: JobGraph) -> list[tuple[int, int, str]]:
-    return [(e.source.id, e.target.id, e.partitioning.kind) for e in graph.edges]
+    return [(e.source.id, e.target.id, e.partitioning.kind.value) for e in graph.edges]
 
 
 def test_start_new_chain_starts_a_task_joined_by_a_forward_edge():

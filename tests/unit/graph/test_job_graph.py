@@ -28,7 +28,7 @@ def chains(graph: JobGraph) -> list[str]:
 
 
 def edges(graph: JobGraph) -> list[tuple[int, int, str]]:
-    return [(e.source.id, e.target.id, e.partitioning.kind) for e in graph.edges]
+    return [(e.source.id, e.target.id, e.partitioning.kind.value) for e in graph.edges]
 
 
 def uids(graph: JobGraph) -> list[str]:

@@ -29,6 +29,7 @@ from lockgate.common.clock import processing_time_ms
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph
+from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.messages.host_protocol import EpochStart, HostRequest
@@ -205,7 +206,7 @@ class Cluster:
             then(counted)  # operators chained after the counting function
         self.job = build_job_graph(env._transformations, 1, None)
         self.source, self.counter = self.job.vertices
-        self.graph = _Broadcast(cloudpickle.dumps(self.job))
+        self.graph = _Broadcast(ship(cloudpickle.dumps(self.job)))
         self.state = JobState(self.job, backend)
         self.work = Storage(f"file://{root}/work")
         self.files = Storage(f"file://{root}/state")

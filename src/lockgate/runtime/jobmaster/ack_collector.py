@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
 from lockgate.state import manifests
@@ -24,7 +24,9 @@ log = logging.getLogger("lockgate")
 
 
 class AckCollector:
-    def __init__(self, job: Any, work: Storage, state_files: Storage, ack_dir: str, epoch: int):
+    def __init__(
+        self, job: JobGraph, work: Storage, state_files: Storage, ack_dir: str, epoch: int
+    ):
         self.job = job
         self.work = work
         self.state_files = state_files  # where the job's state files are
@@ -68,7 +70,7 @@ class AckCollector:
                 acks.append(ack)
         return [ack for acks in reversed(by_vertex) for ack in acks]
 
-    def sole(self, vertices: list[Any], run: str) -> dict[tuple[int, int], SubtaskAck] | None:
+    def sole(self, vertices: list[JobVertex], run: str) -> dict[tuple[int, int], SubtaskAck] | None:
         """The acks of ``vertices``' subtasks while the epoch still runs, once their stage is
         done: None unless every subtask wrote exactly one (of several, the epoch may rest on
         any; a stage that is done has the ack of each attempt whose output it registered)."""
@@ -121,7 +123,7 @@ class AckCollector:
                 except ValueError as exc:  # a damaged or foreign ack
                     log.warning("epoch %s: %s (named by %s)", self.epoch, exc, path)
 
-    def _accept(self, vertex: Any, index: int, attempts: set[str]) -> None:
+    def _accept(self, vertex: JobVertex, index: int, attempts: set[str]) -> None:
         found = set(attempts)
         known = self.winners.get((vertex.id, index))
         if known is not None:

@@ -24,6 +24,7 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.rdd import RDD
 
+from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
@@ -77,7 +78,7 @@ class _ToConsumer:
         return item[0] >= 0 and item[1][0] in self.edge_ids
 
 
-def reports_attempt(vertex: Any) -> bool:
+def reports_attempt(vertex: JobVertex) -> bool:
     """Whether a task's output reaches the driver, which then learns its attempts."""
     return not vertex.outputs or _collects(vertex)
 
@@ -90,17 +91,17 @@ class EpochOutput:
     attempts: dict[tuple[int, int], set[str]]  # (vertex, subtask) of result tasks -> attempts
 
 
-def _collects(vertex: Any) -> bool:
+def _collects(vertex: JobVertex) -> bool:
     return any(getattr(node.operator, "kind", None) == "collect" for node in vertex.nodes)
 
 
-def pipelines(job: Any) -> bool:
+def pipelines(job: JobGraph) -> bool:
     """Whether the source tasks of an epoch can run before the epoch before it ends
     (pipelined epochs): each feeds exactly one task through a shuffle, and runs no sink (a
     sink's output must not run ahead of the checkpoint before it)."""
     return all(
         len({edge.target.id for edge in vertex.outputs}) == 1
-        and not any(node.transformation.kind == "sink" for node in vertex.nodes)
+        and not any(node.is_sink for node in vertex.nodes)
         for vertex in job.sources
     )
 
@@ -173,7 +174,7 @@ class RunningEpoch:
 
 
 class EpochJob:
-    def __init__(self, sc: SparkContext, job: Any, placement: SubtaskPlacement):
+    def __init__(self, sc: SparkContext, job: JobGraph, placement: SubtaskPlacement):
         self.sc = sc
         self.job = job
         self.placement = placement
@@ -303,7 +304,7 @@ class EpochJob:
         for problem in problems:
             log.warning("releasing run %s: %s", run, problem)
 
-    def _source_rdd(self, vertex: Any, plan: EpochPlan, enumerator: SplitEnumerator) -> RDD:
+    def _source_rdd(self, vertex: JobVertex, plan: EpochPlan, enumerator: SplitEnumerator) -> RDD:
         # Partition i carries subtask i's restore and assignments (a collection source's
         # records included): each task deserializes only its own, and the task closure
         # stays small (no per-epoch broadcast).
@@ -319,7 +320,7 @@ class EpochJob:
             base = located_rdd(self.sc, list(zip(parts, places, strict=True)))
         return base.mapPartitionsWithIndex(plan.tasks[vertex.id])
 
-    def _shuffle(self, vertex: Any, source_id: int, upstream: RDD) -> RDD:
+    def _shuffle(self, vertex: JobVertex, source_id: int, upstream: RDD) -> RDD:
         """The items of the edges from task ``source_id`` to ``vertex``, by subtask."""
         source = self.job.vertex(source_id)
         own = frozenset(e.id for e in vertex.inputs if e.source.id == source_id)
@@ -328,7 +329,7 @@ class EpochJob:
         return upstream.partitionBy(vertex.parallelism, _target_partition)
 
     def _task_input(
-        self, vertex: Any, rdds: dict[int, RDD], shuffles: dict[tuple[int, int], RDD]
+        self, vertex: JobVertex, rdds: dict[int, RDD], shuffles: dict[tuple[int, int], RDD]
     ) -> RDD:
         """The input of a task after a shuffle: per input task, the items of its edges to
         this one, partitioned by subtask (taken from ``shuffles`` if submitted ahead).

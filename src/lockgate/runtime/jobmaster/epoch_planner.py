@@ -10,11 +10,13 @@ coordinator decides whether the epoch ends with a checkpoint.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+
+from pyspark import Broadcast
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
+from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.jobmaster.epoch_job import reports_attempt
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector
@@ -34,7 +36,7 @@ from lockgate.runtime.sparktask.epoch_task import EpochTask
 class EpochPlanner:
     def __init__(
         self,
-        job: Any,
+        job: JobGraph,
         settings: JobSettings,
         coordinator: CheckpointCoordinator,
         injector: FailureInjector,
@@ -56,7 +58,7 @@ class EpochPlanner:
         state: JobState,
         generation: int,
         max_records: int,
-        graph: Any,
+        graph: Broadcast[bytes],
         savepoint: SavepointRequest | None = None,
     ) -> EpochPlan | None:
         """The next epoch of restore ``generation``, or None while continuous sources have
@@ -98,7 +100,7 @@ class EpochPlanner:
         twins: dict[int, SplitEnumerator],
         acks: dict[tuple[int, int], SubtaskAck],
         max_records: int,
-        graph: Any,
+        graph: Broadcast[bytes],
     ) -> EpochPlan | None:
         """The source tasks of the epoch after ``after``, which is running and whose source
         subtasks acknowledged with ``acks`` (one each); ``twins`` are the enumerators as
@@ -133,7 +135,7 @@ class EpochPlanner:
         }
         return self._with_tasks(frame, self.job.sources, restores, state.committed_epoch, graph)
 
-    def complete(self, ahead: EpochPlan, state: JobState, graph: Any) -> EpochPlan:
+    def complete(self, ahead: EpochPlan, state: JobState, graph: Broadcast[bytes]) -> EpochPlan:
         """An epoch planned ahead, with the tasks after its sources and its checkpoint
         decision, now that the epoch before it is accepted into ``state``."""
         checkpoint = self.coordinator.due(ahead.end_of_input)
@@ -180,10 +182,10 @@ class EpochPlanner:
     def _with_tasks(
         self,
         frame: EpochPlan,
-        vertices: list[Any],
+        vertices: list[JobVertex],
         restores: dict[int, list[bytes]],
         committed_epoch: int,
-        graph: Any,
+        graph: Broadcast[bytes],
     ) -> EpochPlan:
         """``frame`` with the tasks of ``vertices``, whose subtasks' restores are
         ``restores``."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from lockgate.checkpoint.coordinator import (
     CheckpointCoordinator,
@@ -24,6 +23,7 @@ from lockgate.checkpoint.savepoint import is_checkpoint_path, load_snapshot
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
@@ -52,7 +52,7 @@ RECOVERABLE = (
 class Failover:
     def __init__(
         self,
-        job: Any,
+        job: JobGraph,
         settings: JobSettings,
         state: JobState,
         coordinator: CheckpointCoordinator,

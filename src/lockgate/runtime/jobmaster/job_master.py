@@ -16,9 +16,8 @@ import time
 from collections import deque
 from collections.abc import Generator
 from concurrent.futures import Future
-from typing import Any
 
-from pyspark import cloudpickle
+from pyspark import Broadcast, cloudpickle
 from pyspark.sql import SparkSession
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator, CheckpointSettings
@@ -26,6 +25,8 @@ from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common import config_options as options
 from lockgate.common.clock import processing_time_ms
+from lockgate.graph.job_graph import JobGraph
+from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster import savepoints
 from lockgate.runtime.jobmaster.ack_collector import AckCollector
@@ -67,7 +68,7 @@ log = logging.getLogger("lockgate")
 
 
 class JobMaster:
-    def __init__(self, session: SparkSession, job: Any, settings: JobSettings):
+    def __init__(self, session: SparkSession, job: JobGraph, settings: JobSettings):
         self.sc = session.sparkContext
         check_session(self.sc.getConf())
         self.job = job
@@ -169,7 +170,7 @@ class JobMaster:
         try:
             if self.settings.recovery_path is not None:
                 self.failover.resume(self.settings.recovery_path)  # may adopt max parallelism
-            graph = self.sc.broadcast(cloudpickle.dumps(self.job))  # type: ignore[no-untyped-call]
+            graph = self.sc.broadcast(ship(cloudpickle.dumps(self.job)))  # type: ignore[no-untyped-call]
             resumed = self.failover.resumed_from
             master = str(self.sc.master)
             check_storage(self.sc, self.settings, master, resumed.path if resumed else None)
@@ -216,7 +217,7 @@ class JobMaster:
 
     # One epoch -----------------------------------------------------------------------------
 
-    def _next_epoch(self, spark_job: EpochJob, graph: Any) -> EpochResult | None:
+    def _next_epoch(self, spark_job: EpochJob, graph: Broadcast[bytes]) -> EpochResult | None:
         request = self.savepoints.take()
         if request is None:
             return self._run_epoch(spark_job, graph, None)
@@ -235,7 +236,7 @@ class JobMaster:
         return result
 
     def _run_epoch(
-        self, spark_job: EpochJob, graph: Any, savepoint: SavepointRequest | None
+        self, spark_job: EpochJob, graph: Broadcast[bytes], savepoint: SavepointRequest | None
     ) -> EpochResult | None:
         plan, sources = (None, None) if savepoint is not None else self._take_ahead(graph)
         stop = savepoint is not None and savepoint.stop
@@ -322,7 +323,7 @@ class JobMaster:
         return EpochResult(stats, self.results.take())
 
     def _run_ahead(
-        self, plan: EpochPlan, running: RunningEpoch, sources: SourceStages, graph: Any
+        self, plan: EpochPlan, running: RunningEpoch, sources: SourceStages, graph: Broadcast[bytes]
     ) -> RunAhead | None:
         """Start the next epoch's source stages once ``plan``'s are done and its last stage
         launched (pipelined epochs, see ``run_ahead``); None when that cannot be: epoch
@@ -352,7 +353,7 @@ class JobMaster:
         assumed = {key: ack.attempt for key, ack in acks.items()}
         return RunAhead(ahead, ready, assumed, stages)
 
-    def _take_ahead(self, graph: Any) -> tuple[EpochPlan | None, SourceStages | None]:
+    def _take_ahead(self, graph: Broadcast[bytes]) -> tuple[EpochPlan | None, SourceStages | None]:
         """The epoch planned ahead, completed, if it rests on what the epoch before it turned
         out to be; else (None, None) and it is dropped."""
         ahead, self._ahead = self._ahead, None

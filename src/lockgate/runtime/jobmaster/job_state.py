@@ -20,6 +20,7 @@ from lockgate.checkpoint.metadata import (
 from lockgate.checkpoint.state_assignment import assign_state
 from lockgate.common.records import RecordFormatError
 from lockgate.common.watermark_strategy import LONG_MAX
+from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.graph.operator_spec import OperatorSpec
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import SubtaskRestore
@@ -39,7 +40,7 @@ def whole_parts(handles: Mapping[str, OperatorStateHandle]) -> ManagedParts:
     return {uid: [OperatorStatePart.whole(handle)] for uid, handle in handles.items()}
 
 
-def adopt_max_parallelism(job: Any, checkpoint: CheckpointMetadata, path: str) -> None:
+def adopt_max_parallelism(job: JobGraph, checkpoint: CheckpointMetadata, path: str) -> None:
     """An operator whose max parallelism was not set takes the one its state was taken with,
     as in Flink, since key groups cannot be split or merged; a set one must equal it (the
     restore checks). Runs before the job graph goes to the executors."""
@@ -74,7 +75,7 @@ def check_state_kinds(spec: OperatorSpec, operator: OperatorState, where: str) -
 
 
 class JobState:
-    def __init__(self, job: Any, backend: str):
+    def __init__(self, job: JobGraph, backend: str):
         self.job = job
         self.backend = backend  # manifests.HASHMAP or manifests.ROCKSDB
         self.epoch = 0  # last completed epoch
@@ -105,7 +106,7 @@ class JobState:
         self.epoch = 0
         self.committed_epoch = 0
         self.enumerators = {
-            v.id: v.head.operator.create_enumerator(v.parallelism) for v in self.job.sources
+            v.id: v.head.source.create_enumerator(v.parallelism) for v in self.job.sources
         }
         self.manifests = {
             v.id: {i: manifests.empty(self.backend) for i in range(v.parallelism)}
@@ -154,7 +155,7 @@ class JobState:
             return 0
         return min(self.processing_timers.values(), default=None)
 
-    def restore_for(self, vertex: Any, run: str) -> list[SubtaskRestore]:
+    def restore_for(self, vertex: JobVertex, run: str) -> list[SubtaskRestore]:
         """What each subtask of a task needs to rebuild itself if it is not in memory."""
         keyed = self.manifests.get(vertex.id, {})
         return [

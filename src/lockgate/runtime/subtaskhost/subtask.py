@@ -21,6 +21,8 @@ from lockgate.common.type_conversion import (
     source_converter,
 )
 from lockgate.common.watermark_strategy import LONG_MAX, LONG_MIN
+from lockgate.graph.job_graph import JobEdge, JobGraph, JobVertex, StreamEdge, StreamNode
+from lockgate.graph.transformations import PartitioningKind
 from lockgate.runtime.messages.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.subtaskhost.channels import (
     BroadcastWriter,
@@ -94,7 +96,7 @@ class Route:
     over ``edge``. ``crosses`` says the record leaves PyFlink's Python chain there (to a
     shuffle or a sink), where PyFlink serializes it with its declared type."""
 
-    edge: Any  # the StreamEdge: its side output (output_tag) and that side output's type
+    edge: StreamEdge  # its side output (output_tag) and that side output's type
     target: Operator
     crosses: bool
 
@@ -179,8 +181,8 @@ class Subtask:
 
     def __init__(
         self,
-        job: Any,
-        vertex: Any,
+        job: JobGraph,
+        vertex: JobVertex,
         index: int,
         attempt: int,
         restore: SubtaskRestore,
@@ -216,7 +218,7 @@ class Subtask:
             self.dispose()  # the restored instance must not outlive a chain that failed
             raise
 
-    def _build_chain(self, vertex: Any, attempt: int) -> None:
+    def _build_chain(self, vertex: JobVertex, attempt: int) -> None:
         """The chain's operators and channel writers, wired to each other."""
         head = vertex.head
         self.contexts: list[OperatorContext] = []
@@ -233,7 +235,7 @@ class Subtask:
             # its outputs: chained operators (a sink is outside PyFlink's Python chain), and
             # channel writers
             routes = [
-                Route(e, built[id(e.target)], e.target.transformation.kind == "sink")
+                Route(e, built[id(e.target)], e.target.is_sink)
                 for e in node.outputs
                 if id(e.target) in in_chain
             ]
@@ -253,7 +255,7 @@ class Subtask:
                 operator = source
                 self.source_operator = source
             else:
-                operator = create_operator(node.operator, ctx, keyed=node is head and vertex.keyed)
+                operator = create_operator(node.spec, ctx, keyed=node is head and vertex.keyed)
                 if isinstance(operator, TimestampsAndWatermarksOperator) and len(
                     main_targets
                 ) == len(routes):
@@ -261,13 +263,13 @@ class Subtask:
                 operator.emit = _emitter(operator, routes, record_converter(output_type))
             built[id(node)] = operator
         self.operators = [built[id(n)] for n in vertex.nodes]
-        self.source = head.operator if vertex.is_source else None
+        self.source = head.source if vertex.is_source else None
         # Per input edge: what takes one shuffled batch to the head operator.
         self.deliver: dict[int, BatchConsumer] = {}
         if not vertex.is_source:
             head_operator = built[id(head)]
             for edge in vertex.inputs:
-                by_key = edge.partitioning.kind == "key_group"
+                by_key = edge.partitioning.kind is PartitioningKind.KEY_GROUP
                 timestamped = edge.stream_edge.source.timestamped
                 target = head_operator.input(edge.stream_edge.input_index)
                 if by_key and vertex.keyed:
@@ -278,7 +280,7 @@ class Subtask:
                 else:
                     self.deliver[edge.id] = _unkeyed_batches(target, by_key, timestamped)
 
-    def _context(self, node: Any, attempt: int) -> OperatorContext:
+    def _context(self, node: StreamNode, attempt: int) -> OperatorContext:
         runtime_context = SubtaskRuntimeContext(
             node.name,
             self.index,
@@ -305,11 +307,11 @@ class Subtask:
         self.contexts.append(ctx)
         return ctx
 
-    def _writer(self, edge: Any, ctx: OperatorContext) -> ChannelWriter:
+    def _writer(self, edge: JobEdge, ctx: OperatorContext) -> ChannelWriter:
         target = edge.target
         kind = edge.partitioning.kind
         timestamped = edge.stream_edge.source.timestamped
-        if kind == "key_group":
+        if kind is PartitioningKind.KEY_GROUP:
             return KeyGroupWriter(
                 ctx,
                 edge.id,
@@ -320,9 +322,9 @@ class Subtask:
                 target.max_parallelism,
                 target.head.name,
             )
-        if kind == "rebalance":
+        if kind is PartitioningKind.REBALANCE:
             return RebalanceWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
-        if kind == "rescale":
+        if kind is PartitioningKind.RESCALE:
             return RescaleWriter(
                 ctx,
                 edge.id,
@@ -331,9 +333,9 @@ class Subtask:
                 self.batch_bounds,
                 timestamped,
             )
-        if kind == "shuffle":
+        if kind is PartitioningKind.SHUFFLE:
             return ShuffleWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
-        if kind == "custom":
+        if kind is PartitioningKind.CUSTOM:
             return CustomPartitionWriter(
                 ctx,
                 edge.id,
@@ -343,7 +345,7 @@ class Subtask:
                 edge.partitioning.partitioner,
                 edge.partitioning.key_selector,
             )
-        if kind == "broadcast":
+        if kind is PartitioningKind.BROADCAST:
             return BroadcastWriter(ctx, edge.id, target.parallelism, self.batch_bounds, timestamped)
         return ForwardWriter(ctx, edge.id, self.batch_bounds, timestamped)
 
@@ -411,7 +413,7 @@ class Subtask:
         for edge in self.vertex.inputs:
             senders = (
                 [self.index]
-                if edge.partitioning.kind == "forward"
+                if edge.partitioning.kind is PartitioningKind.FORWARD
                 else range(edge.source.parallelism)
             )
             for sender in senders:

@@ -21,6 +21,7 @@ from pickle import loads
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
+from lockgate.graph.shipped_graph import read_shipped
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.messages.host_protocol import EpochDone, EpochStart, HostRequest
@@ -253,7 +254,7 @@ class SubtaskHost:
         graph: bytes,
     ) -> Subtask:
         """The subtask as of epoch n-1, from its restore (manifest and operator states)."""
-        job = loads(graph)  # cloudpickled by the driver; plain pickle reads it
+        job = read_shipped(graph, f"subtask {start.index} of task {task.vertex}")
         subtask = Subtask(
             job,
             job.vertex(task.vertex),
