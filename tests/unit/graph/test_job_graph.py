@@ -383,3 +383,23 @@ def test_batch_mode_refuses_a_continuous_source_before_the_job_starts():
     assert str(info.value).startswith(
         "execution.runtime-mode BATCH needs bounded sources, but source 'files' (uid"
     )
+
+
+def test_derived_uids_do_not_change_between_versions():
+    """A restore finds state by uid, so a job without explicit uids must derive the same ones
+    from one lockgate version to the next (these were derived before the graph's kinds became
+    enums)."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    source = env.from_collection([1, 2, 3])
+    reduced = source.map(lambda x: x).key_by(lambda x: x).reduce(lambda a, b: a + b)
+    reduced.rebalance().filter(bool).union(source.broadcast().map(str)).print()
+    graph = build_job_graph(env._transformations, 2, None)
+    assert sorted(node.uid for vertex in graph.vertices for node in vertex.nodes) == [
+        "collection-source-c941d22c8c00",
+        "filter-f945b821e0c3",
+        "map-979f81f98421",
+        "map-b5c5d0aaa738",
+        "print-to-std-out-2515427d4e0b",
+        "reduce-4b8454863c14",
+    ]
