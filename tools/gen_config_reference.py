@@ -234,13 +234,14 @@ def main(argv: list[str] | None = None) -> int:
         diff = difflib.unified_diff(
             current.splitlines(),
             page.splitlines(),
-            f"{args.output} (committed)",
-            f"{args.output} (from the code)",
+            "committed",
+            "from the code",
             lineterm="",
         )
         print("\n".join(list(diff)[:40]), file=sys.stderr)
+        shown = args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output
         print(
-            f"\n{args.output} is out of date with src/lockgate/common/config_options.py: "
+            f"\n{shown} is out of date with src/lockgate/common/config_options.py: "
             f"run `{REGENERATE}` and commit the page.",
             file=sys.stderr,
         )
