@@ -162,11 +162,11 @@ def default_text(option: ConfigOption[Any]) -> str:
     return f"`{default}`"
 
 
-_ESCAPES = {"<": "&lt;", ">": "&gt;", "|": "\\|", "*": "\\*", "_": "\\_", "\n": " "}
+_ESCAPES = {"<": "&lt;", ">": "&gt;", "*": "\\*", "_": "\\_", "`": "\\`", "\n": " "}
 
 
-def _cell(text: str) -> str:
-    """Plain text made safe in a Markdown table cell."""
+def _text(text: str) -> str:
+    """Plain text, shown as it is in Markdown."""
     return "".join(_ESCAPES.get(char, char) for char in text)
 
 
@@ -200,20 +200,19 @@ def render() -> str:
         lines += [f"## {group.title}", ""]
         if group.intro:
             lines += [group.intro, ""]
-        lines += [
-            "| Key | Default | Type | Allowed values | Description |",
-            "|---|---|---|---|---|",
-        ]
         for option in members:
-            description = option.description.strip() or "See the group's introduction above."
+            lines += [f"### `{option.key}` {{ #{option.key} }}", ""]
+            if option.description.strip():
+                lines += [_text(option.description.strip()), ""]
+            lines += [
+                f"- Default: {default_text(option)}",
+                f"- Type: {kind(option)}",
+                f"- Allowed values: {_text(option.allowed)}",
+            ]
             if option.deprecated_keys:
                 older = ", ".join(f"`{key}`" for key in option.deprecated_keys)
-                description += f" Older name, read when the key is unset: {older}."
-            lines.append(
-                f'| <span id="{option.key}"></span>`{option.key}` | {default_text(option)} '
-                f"| {kind(option)} | {_cell(option.allowed)} | {_cell(description)} |"
-            )
-        lines.append("")
+                lines.append(f"- Older name, read when the key is unset: {older}")
+            lines.append("")
     return "\n".join(lines)
 
 

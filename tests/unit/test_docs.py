@@ -36,7 +36,7 @@ def test_configuration_reference_lists_every_validated_key():
     from lockgate.common.config_options import VALIDATED_OPTIONS
 
     page = generator().render()
-    missing = [key for key in VALIDATED_OPTIONS if f'<span id="{key}"></span>' not in page]
+    missing = [key for key in VALIDATED_OPTIONS if f"### `{key}` {{ #{key} }}" not in page]
     assert not missing
 
 
