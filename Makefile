@@ -1,10 +1,13 @@
 # Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# CONTRIBUTING.md describes every target.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# PyFlink's own Python package (no dependencies, no jars: apache-flink-libraries is not fetched),
-# from which tests/unit/test_pyflink_names.py reads every module's __all__.
+# PyFlink's own Python package, downloaded and never installed: the apache-flink wheel alone
+# (about 3 MB, Python code and a few compiled modules, no jars), without the dependencies it
+# declares (--no-deps: apache-flink-libraries, which holds Flink's jars, is not fetched).
+# tests/unit/test_pyflink_names.py reads every module's __all__ from it.
 PYFLINK_VERSION := 2.3.0
 PYFLINK_WHEEL_DIR := $(VENV)/pyflink-wheel
 PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
@@ -14,7 +17,7 @@ PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
 PYFLINK_VENV := $(VENV)/pyflink
 PYFLINK := $(PYFLINK_VENV)/.installed-$(PYFLINK_VERSION)
 
-.PHONY: demo test unit integration cluster soak lint typecheck format java clean
+.PHONY: demo test unit integration cluster soak lint typecheck format docs docs-config java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,8 +49,8 @@ java:
 demo: $(PYFLINK_WHEEL) java
 	$(BIN)/python examples/account_balances.py
 
-# Lint and type check first: a failing check fails the run like a failing test.
-test: $(PYFLINK_WHEEL) $(PYFLINK) java lint typecheck
+# Lint, type check and the docs build first: a failing check fails the run like a failing test.
+test: $(PYFLINK_WHEEL) $(PYFLINK) java lint typecheck docs
 	$(BIN)/python -m pytest -q tests
 
 unit: $(PYFLINK_WHEEL)
@@ -68,16 +71,29 @@ soak: $(STAMP) java
 	$(BIN)/python -m pytest -q -s -m soak tests/soak
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check src tests examples bench
-	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff format --check src tests examples bench tools
+	$(BIN)/ruff check src tests examples bench tools
 
-# mypy, strict on runtime/, checkpoint/ and state/ (see pyproject.toml)
+# mypy, strict on the whole package, src/lockgate (see pyproject.toml)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 format: $(STAMP)
-	$(BIN)/ruff format src tests examples bench
-	$(BIN)/ruff check --fix src tests examples bench
+	$(BIN)/ruff format src tests examples bench tools
+	$(BIN)/ruff check --fix src tests examples bench tools
+
+# The documentation site, built into site/ in strict mode: a warning (a broken link or anchor,
+# a page missing from the nav, a docstring the API reference cannot read) fails the build, and
+# so does a configuration reference that differs from what the code gives (make docs-config
+# writes it again). Offline: no plugin fetches anything. `$(BIN)/mkdocs serve` shows the site
+# while you edit.
+docs: $(STAMP)
+	$(BIN)/python tools/gen_config_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Writes docs/reference/configuration.md from src/lockgate/common/config_options.py.
+docs-config: $(STAMP)
+	$(BIN)/python tools/gen_config_reference.py
 
 clean:
-	rm -rf $(VENV) out
+	rm -rf $(VENV) out site

@@ -3,13 +3,13 @@
 The script starts a Spark standalone cluster itself (``StandaloneCluster`` of
 ``tests/integration/cluster/standalone.py``, from PySpark's own distribution): a master on
 127.0.0.1 and two workers of one core and 1 GB each, on Spark hosts 127.0.0.1 and 127.0.0.2,
-which Spark and lockgate take for two machines (placement acts: see the README's "Where a
-subtask lives"). It stops the cluster at the end, after an error or Ctrl-C too. Every job
-runs in a driver process of its own (one SparkContext per process), which waits until an
-executor on each host has registered; on the cluster the executors' Python is this
-interpreter, with lockgate's source tree on ``spark.executorEnv.PYTHONPATH``, and the
-benchmark's classes travel by value. Work and checkpoint directories are on this machine's
-disk, which every executor shares.
+which Spark and lockgate take for two machines (placement acts: see "Where a subtask lives"
+in docs/concepts/where-a-subtask-lives.md). It stops the cluster at the end, after an error
+or Ctrl-C too. Every job runs in a driver process of its own (one SparkContext per process),
+which waits until an executor on each host has registered; on the cluster the executors'
+Python is this interpreter, with lockgate's source tree on ``spark.executorEnv.PYTHONPATH``,
+and the benchmark's classes travel by value. Work and checkpoint directories are on this
+machine's disk, which every executor shares.
 
 1. **Keyed count**: keyed_count.py's job (``from_collection -> key_by -> CountAndSum ->
    DiscardingSink``, ``--events`` events over ``--keys`` keys, parallelism 2, the source at
