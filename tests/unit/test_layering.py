@@ -1,4 +1,4 @@
-"""Dependencies between lockgate's packages point down only (DESIGN §2).
+"""Dependencies between lockgate's packages point down only (CONTRIBUTING.md, "Package layout").
 
 Layers, lowest first; a module may import from its own layer and the ones below it. Checkpoint
 storage (the fsspec layer) sits below the state backends, which write through it; the rest of

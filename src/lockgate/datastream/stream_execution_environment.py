@@ -40,7 +40,7 @@ from lockgate.runtime.source import Source
 _SOURCE_ALTERNATIVE = "from_source() with FileSource or NumberSequenceSource, or from_collection()"
 _ARCHIVES = (
     "spark-submit --archives env.tar.gz#env with --conf spark.pyspark.python=./env/bin/python "
-    "(a packed virtual environment); see README, Running on a cluster"
+    "(a packed virtual environment); see docs/cluster.md"
 )
 _JAVA_ALTERNATIVE = (
     "lockgate's Python sources and sinks (FileSource, FileSink, ...): lockgate runs no "

@@ -1,6 +1,6 @@
 """Watermarks inside a subtask: how they are generated, combined and sent on.
 
-When a watermark advances (the contract, see the README's "Event time"): during epoch n
+When a watermark advances (the contract, see docs/concepts/event-time.md): during epoch n
 every operator sees the watermark it reached at the end of epoch n-1, so a record is late
 exactly when its timestamp is at or below that watermark. At the end of epoch n a subtask
 combines the watermarks its input channels sent with their end-of-epoch markers (the
