@@ -10,30 +10,16 @@ from __future__ import annotations
 
 import logging
 
-from lockgate.checkpoint.coordinator import CheckpointCoordinator, CompletedCheckpoint
-from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
+from lockgate.checkpoint.coordinator import CompletedCheckpoint
 from lockgate.runtime.errors import InjectedStorageFailure, JobExecutionError
-from lockgate.runtime.jobmaster.collected_results import CollectedResults
-from lockgate.runtime.jobmaster.failure_injector import FailureInjector
-from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.job_context import JobContext
 
 log = logging.getLogger("lockgate")
 
 
 class CheckpointFinalizer:
-    def __init__(
-        self,
-        coordinator: CheckpointCoordinator,
-        state: JobState,
-        shared_state: SharedStateRegistry,
-        results: CollectedResults,
-        injector: FailureInjector,
-    ):
-        self.coordinator = coordinator
-        self.state = state
-        self.shared_state = shared_state
-        self.results = results
-        self.injector = injector
+    def __init__(self, ctx: JobContext):
+        self.ctx = ctx
         self.written_since_checkpoint = 0  # state bytes, for the checkpoint's statistics
 
     def epoch_wrote(self, state_bytes: int) -> None:
@@ -47,16 +33,16 @@ class CheckpointFinalizer:
         failure is a failover (as in Flink), whatever the tolerance.
         """
         try:
-            checkpoint = self.coordinator.complete(
+            checkpoint = self.ctx.coordinator.complete(
                 epoch,
-                self.state.checkpoint_operators(),
+                self.ctx.state.checkpoint_operators(),
                 started,
                 self.written_since_checkpoint,
                 self._before_metadata_write,
             )
         except OSError as exc:
             reason = f"checkpoint of epoch {epoch} failed: {exc}"
-            intolerable = self.coordinator.failed(epoch, reason, started)
+            intolerable = self.ctx.coordinator.failed(epoch, reason, started)
             if final:
                 raise JobExecutionError(
                     f"{reason}; the final checkpoint, which commits the output of the last "
@@ -66,14 +52,14 @@ class CheckpointFinalizer:
                 raise JobExecutionError(reason) from exc
             log.warning("%s", reason)
             return None
-        self.shared_state.hold(("checkpoint", checkpoint.id), checkpoint.files())
+        self.ctx.shared_state.hold(("checkpoint", checkpoint.id), checkpoint.files())
         self.written_since_checkpoint = 0
-        self.results.release()
-        self.injector.strike("after-metadata-before-commit", checkpoint.id)
+        self.ctx.results.release()
+        self.ctx.injector.strike("after-metadata-before-commit", checkpoint.id)
         self.commit(checkpoint)
-        self.state.committed_epoch = epoch
-        for dropped in self.coordinator.subsume():
-            self.shared_state.release(("checkpoint", dropped.id))
+        self.ctx.state.committed_epoch = epoch
+        for dropped in self.ctx.coordinator.subsume():
+            self.ctx.shared_state.release(("checkpoint", dropped.id))
         return checkpoint.id
 
     def commit(self, checkpoint: CompletedCheckpoint, again: bool = False) -> None:
@@ -81,11 +67,11 @@ class CheckpointFinalizer:
         restore commits its checkpoint ``again``, whatever the failure left half done (the
         ``mid-commit`` injection belongs to the first commit, not to that one)."""
         for number, (committer, committable) in enumerate(
-            self.state.committables(checkpoint.metadata)
+            self.ctx.state.committables(checkpoint.metadata)
         ):
             if number == 1 and not again:
-                self.injector.strike("mid-commit", checkpoint.id)
+                self.ctx.injector.strike("mid-commit", checkpoint.id)
             committer.commit(committable)
 
     def _before_metadata_write(self, checkpoint_id: int) -> None:
-        self.injector.strike("metadata-write", checkpoint_id, InjectedStorageFailure)
+        self.ctx.injector.strike("metadata-write", checkpoint_id, InjectedStorageFailure)

@@ -13,15 +13,12 @@ from dataclasses import replace
 
 from pyspark import Broadcast
 
-from lockgate.checkpoint.coordinator import CheckpointCoordinator
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
-from lockgate.graph.job_graph import JobGraph, JobVertex
+from lockgate.graph.job_graph import JobVertex
 from lockgate.runtime.jobmaster.epoch_job import reports_attempt
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
-from lockgate.runtime.jobmaster.failure_injector import FailureInjector
-from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.job_state import JobState, whole_parts
+from lockgate.runtime.jobmaster.job_context import JobContext
+from lockgate.runtime.jobmaster.job_state import whole_parts
 from lockgate.runtime.jobmaster.savepoints import SavepointRequest
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import (
@@ -34,28 +31,12 @@ from lockgate.runtime.sparktask.epoch_task import EpochTask
 
 
 class EpochPlanner:
-    def __init__(
-        self,
-        job: JobGraph,
-        settings: JobSettings,
-        coordinator: CheckpointCoordinator,
-        injector: FailureInjector,
-        work: Storage,
-        state_files: Storage,
-        staging: Storage,
-    ):
-        self.job = job
-        self.settings = settings
-        self.coordinator = coordinator
-        self.injector = injector
-        self.work = work
-        self.state_files = state_files
-        self.staging = staging
+    def __init__(self, ctx: JobContext):
+        self.ctx = ctx
         self.tries = 0  # every planned epoch, retries included: names its files apart
 
     def plan(
         self,
-        state: JobState,
         generation: int,
         max_records: int,
         graph: Broadcast[bytes],
@@ -65,6 +46,7 @@ class EpochPlanner:
         nothing new and no checkpoint is due. ``graph`` is the job graph's broadcast. An
         epoch that ends with ``savepoint`` always runs; if it is also a checkpoint, its
         output is committed as any checkpoint's."""
+        state = self.ctx.state
         enumerators = state.enumerators
         assignments = {vid: e.plan(max_records) for vid, e in enumerators.items()}
         finished = all(e.is_finished() for e in enumerators.values())
@@ -72,30 +54,33 @@ class EpochPlanner:
             savepoint is None
             and not any(assignments.values())
             and not finished
-            and not self._idle_checkpoint_due(state)
-            and not self._timer_due(state)
+            and not self._idle_checkpoint_due()
+            and not self._timer_due()
         ):
             return None
         ending = _ending(enumerators)
         if savepoint is not None and savepoint.drain:
             ending = frozenset(enumerators)  # event time ends for every source
         # The last epoch and a savepoint's are checkpoints whenever checkpointing is on
-        checkpoint = self.coordinator.due(len(ending) == len(enumerators) or savepoint is not None)
+        checkpoint = self.ctx.coordinator.due(
+            len(ending) == len(enumerators) or savepoint is not None
+        )
         if checkpoint:
-            self.coordinator.triggered()
+            self.ctx.coordinator.triggered()
         frame = self._frame(state.epoch + 1, generation, ending, checkpoint, assignments)
         if savepoint is not None:
             assert savepoint.directory is not None
             frame = replace(frame, savepoint_url=savepoint.directory.url)
         restores = {
             vertex.id: [restore.encode() for restore in state.restore_for(vertex, frame.run)]
-            for vertex in self.job.vertices
+            for vertex in self.ctx.job.vertices
         }
-        return self._with_tasks(frame, self.job.vertices, restores, state.committed_epoch, graph)
+        return self._with_tasks(
+            frame, self.ctx.job.vertices, restores, state.committed_epoch, graph
+        )
 
     def plan_ahead(
         self,
-        state: JobState,
         after: EpochPlan,
         twins: dict[int, SplitEnumerator],
         acks: dict[tuple[int, int], SubtaskAck],
@@ -131,18 +116,20 @@ class EpochPlanner:
                 ).encode()
                 for index in range(vertex.parallelism)
             ]
-            for vertex in self.job.sources
+            for vertex in self.ctx.job.sources
         }
-        return self._with_tasks(frame, self.job.sources, restores, state.committed_epoch, graph)
+        committed = self.ctx.state.committed_epoch
+        return self._with_tasks(frame, self.ctx.job.sources, restores, committed, graph)
 
-    def complete(self, ahead: EpochPlan, state: JobState, graph: Broadcast[bytes]) -> EpochPlan:
+    def complete(self, ahead: EpochPlan, graph: Broadcast[bytes]) -> EpochPlan:
         """An epoch planned ahead, with the tasks after its sources and its checkpoint
-        decision, now that the epoch before it is accepted into ``state``."""
-        checkpoint = self.coordinator.due(ahead.end_of_input)
+        decision, now that the epoch before it is accepted into the job's state."""
+        state = self.ctx.state
+        checkpoint = self.ctx.coordinator.due(ahead.end_of_input)
         if checkpoint:
-            self.coordinator.triggered()
+            self.ctx.coordinator.triggered()
         ahead = replace(ahead, checkpoint=checkpoint)
-        others = [vertex for vertex in self.job.vertices if not vertex.is_source]
+        others = [vertex for vertex in self.ctx.job.vertices if not vertex.is_source]
         restores = {
             vertex.id: [restore.encode() for restore in state.restore_for(vertex, ahead.run)]
             for vertex in others
@@ -162,18 +149,18 @@ class EpochPlanner:
         ends with it."""
         self.tries += 1
         tag = f"e{epoch}-g{generation}t{self.tries}"
-        end_of_input = len(ending) == len(self.job.sources)
+        end_of_input = len(ending) == len(self.ctx.job.sources)
         return EpochPlan(
             epoch=epoch,
             generation=generation,
-            run=run_id(self.settings.job_id, generation),
+            run=run_id(self.ctx.settings.job_id, generation),
             tag=tag,
             ack_dir=f"epochs/{tag}",
             end_of_input=end_of_input,
             sources_ending=ending,
             savepoint_url=None,
             checkpoint=checkpoint,
-            inject_failure=self.injector.take("after-snapshot-before-ack", epoch),
+            inject_failure=self.ctx.injector.take("after-snapshot-before-ack", epoch),
             tasks={},
             assignments=assignments,
             source_restores={},
@@ -203,14 +190,14 @@ class EpochPlanner:
                     checkpoint=frame.checkpoint,
                     ack_dir=frame.ack_dir,
                     committed_epoch=committed_epoch,
-                    commit_on_checkpoint=self.settings.checkpoint.commits_on_checkpoint,
+                    commit_on_checkpoint=self.ctx.settings.checkpoint.commits_on_checkpoint,
                     reports_attempt=reports_attempt(vertex),
                     inject_failure=frame.inject_failure,
-                    work_url=self.work.url,
-                    state_url=self.state_files.url,
-                    staging_url=self.staging.url,
-                    keyed_state=self.settings.keyed_state,
-                    batch_bounds=self.settings.batch_bounds,
+                    work_url=self.ctx.work.url,
+                    state_url=self.ctx.state_files.url,
+                    staging_url=self.ctx.staged.storage.url,
+                    keyed_state=self.ctx.settings.keyed_state,
+                    batch_bounds=self.ctx.settings.batch_bounds,
                 ),
                 graph,
                 None if vertex.is_source else restores[vertex.id],
@@ -220,19 +207,19 @@ class EpochPlanner:
         source_restores = {v.id: restores[v.id] for v in vertices if v.is_source}
         return replace(frame, tasks=tasks, source_restores=source_restores)
 
-    @staticmethod
-    def _timer_due(state: JobState) -> bool:
+    def _timer_due(self) -> bool:
         """A processing-time timer is due: an epoch without input fires it."""
-        due = state.next_processing_timer()
+        due = self.ctx.state.next_processing_timer()
         return due is not None and due <= processing_time_ms()
 
-    def _idle_checkpoint_due(self, state: JobState) -> bool:
+    def _idle_checkpoint_due(self) -> bool:
         """A checkpoint is due on the clock, input or not: an empty epoch then commits what
         the epochs since the last checkpoint staged (sink files, collected results)."""
+        state = self.ctx.state
         return (
-            self.settings.checkpoint.enabled
+            self.ctx.settings.checkpoint.enabled
             and state.epoch > state.committed_epoch
-            and self.coordinator.due(False)
+            and self.ctx.coordinator.due(False)
         )
 
 

@@ -10,27 +10,20 @@ are idempotent; the failure may have struck in the middle of them).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from lockgate.checkpoint.coordinator import (
-    CheckpointCoordinator,
     CompletedCheckpoint,
     load_checkpoint,
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.checkpoint.savepoint import is_checkpoint_path, load_snapshot
-from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
-from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
-from lockgate.runtime.jobmaster.collected_results import CollectedResults
-from lockgate.runtime.jobmaster.failure_injector import FailureInjector
-from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.job_context import JobContext
 from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
-from lockgate.runtime.jobmaster.job_summary import JobSummary
 from lockgate.runtime.jobmaster.restart import now_ms
 from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 from lockgate.runtime.messages.task_deployment import run_id
@@ -51,31 +44,10 @@ RECOVERABLE = (
 
 class Failover:
     def __init__(
-        self,
-        job: JobGraph,
-        settings: JobSettings,
-        state: JobState,
-        coordinator: CheckpointCoordinator,
-        shared_state: SharedStateRegistry,
-        staged: StagedFilesRegistry,
-        finalizer: CheckpointFinalizer,
-        results: CollectedResults,
-        injector: FailureInjector,
-        summary: JobSummary,
-        cancelled: threading.Event,
-        release_run: Callable[[str], None],
+        self, ctx: JobContext, finalizer: CheckpointFinalizer, release_run: Callable[[str], None]
     ):
-        self.job = job
-        self.settings = settings
-        self.state = state
-        self.coordinator = coordinator
-        self.shared_state = shared_state
-        self.staged = staged
+        self.ctx = ctx
         self.finalizer = finalizer
-        self.results = results
-        self.injector = injector
-        self.summary = summary
-        self.cancelled = cancelled
         self.release_run = release_run  # ends a run's subtasks where they live
         self.generation = 0  # bumped by every restore
         self.resumed_from: CompletedCheckpoint | None = None  # execution.state-recovery.path
@@ -87,15 +59,15 @@ class Failover:
         retries."""
         try:
             checkpoint, skipped = load_snapshot(path)
-            adopt_max_parallelism(self.job, checkpoint.metadata, checkpoint.path or path)
-            JobState(self.job, self.state.backend).restore(
-                checkpoint.metadata, checkpoint.path or path, self.settings.ignore_unclaimed
+            adopt_max_parallelism(self.ctx.job, checkpoint.metadata, checkpoint.path or path)
+            JobState(self.ctx.job, self.ctx.state.backend).restore(
+                checkpoint.metadata, checkpoint.path or path, self.ctx.settings.ignore_unclaimed
             )
         except (CheckpointFormatError, OSError) as exc:
             raise JobExecutionError(f"cannot restore the job: {exc}") from exc
         for reason in skipped:
             log.warning("skipping checkpoint: %s", reason)
-        log.warning("job %s resumes from %s", self.settings.job_id, checkpoint.path)
+        log.warning("job %s resumes from %s", self.ctx.settings.job_id, checkpoint.path)
         self.resumed_from = checkpoint
         self.recover(lambda: self.restore(checkpoint, foreign=True))
 
@@ -108,7 +80,7 @@ class Failover:
             self.restarting = False
 
     def _recover(self, restore: Callable[[], None], failure: BaseException | None) -> None:
-        restart = self.settings.restart
+        restart = self.ctx.settings.restart
         while True:
             if failure is not None:
                 delay = restart.next_delay_ms(now_ms())
@@ -117,14 +89,14 @@ class Failover:
                     if restart.name != "none":
                         message += f" (restart strategy {restart.name}: no restarts left)"
                     raise JobExecutionError(message) from failure
-                self.summary.restarts += 1
+                self.ctx.summary.restarts += 1
                 log.warning(
                     "job %s failed (%s); restarting in %.0f ms",
-                    self.settings.job_id,
+                    self.ctx.settings.job_id,
                     failure,
                     delay,
                 )
-                if self.cancelled.wait(delay / 1000):
+                if self.ctx.cancelled.wait(delay / 1000):
                     return
             try:
                 restore()
@@ -134,7 +106,7 @@ class Failover:
 
     def restore_latest(self) -> None:
         """Back to the latest completed checkpoint, read again from storage."""
-        latest = self.coordinator.latest
+        latest = self.ctx.coordinator.latest
         if latest is not None and latest.path is not None:
             latest, skipped = load_checkpoint(latest.path)
             for reason in skipped:
@@ -149,15 +121,17 @@ class Failover:
 
         The subtasks of the failed run are closed first, as Flink cancels a failed job's
         tasks before it restarts them."""
-        self.release_run(run_id(self.settings.job_id, self.generation))
+        self.release_run(run_id(self.ctx.settings.job_id, self.generation))
         self.generation += 1
-        self.results.drop_held()
-        self.injector.strike("during-restore", self.generation)
+        self.ctx.results.drop_held()
+        self.ctx.injector.strike("during-restore", self.generation)
         if checkpoint is None:
-            self.state.reset()
+            self.ctx.state.reset()
         else:
             path = checkpoint.path or "in memory"
-            self.state.restore(checkpoint.metadata, path, self.settings.ignore_unclaimed, foreign)
+            self.ctx.state.restore(
+                checkpoint.metadata, path, self.ctx.settings.ignore_unclaimed, foreign
+            )
             self.finalizer.commit(checkpoint, again=True)
             if foreign and checkpoint.path is not None and is_checkpoint_path(checkpoint.path):
                 # What the other run staged after this checkpoint; its records stay (its
@@ -165,9 +139,9 @@ class Failover:
                 old_root = Storage(checkpoint.path.rstrip("/").rpartition("/")[0])
                 old_staging = StagedFilesRegistry(old_root.child("staging"))
                 self.abort_staged(old_staging, checkpoint, forget=False)
-        self.abort_staged(self.staged, checkpoint)
-        self.shared_state.hold_live(self.state.subtask_files())
-        self.shared_state.sweep()
+        self.abort_staged(self.ctx.staged, checkpoint)
+        self.ctx.shared_state.hold_live(self.ctx.state.subtask_files())
+        self.ctx.shared_state.sweep()
 
     def abort_staged(
         self,
@@ -181,7 +155,7 @@ class Failover:
         keep = (
             {
                 url
-                for committer, committable in self.state.committables(checkpoint.metadata)
+                for committer, committable in self.ctx.state.committables(checkpoint.metadata)
                 for url in committer.staged_files(committable)
             }
             if checkpoint is not None

@@ -11,31 +11,27 @@ from __future__ import annotations
 
 import logging
 import shutil
-import threading
 import time
-from collections import deque
 from collections.abc import Generator
 from concurrent.futures import Future
 
 from pyspark import Broadcast, cloudpickle
 from pyspark.sql import SparkSession
 
-from lockgate.checkpoint.coordinator import CheckpointCoordinator, CheckpointSettings
-from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
-from lockgate.checkpoint.storage import Storage
+from lockgate.checkpoint.coordinator import CheckpointSettings
 from lockgate.common import config_options as options
-from lockgate.common.clock import processing_time_ms
 from lockgate.graph.job_graph import JobGraph
 from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.jobmaster import savepoints
 from lockgate.runtime.jobmaster.ack_collector import AckCollector
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
-from lockgate.runtime.jobmaster.collected_results import CollectedResults
+from lockgate.runtime.jobmaster.epoch_acceptance import EpochAcceptance, forget_acks
 from lockgate.runtime.jobmaster.epoch_cap import EpochCap
 from lockgate.runtime.jobmaster.epoch_job import (
     SPARK_JOB_FAILURES,
     EpochJob,
+    EpochOutput,
     EpochTimeout,
     RunningEpoch,
     SourceStages,
@@ -44,10 +40,9 @@ from lockgate.runtime.jobmaster.epoch_job import (
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.epoch_planner import EpochPlanner
 from lockgate.runtime.jobmaster.failover import RECOVERABLE, Failover
-from lockgate.runtime.jobmaster.failure_injector import FailureInjector
+from lockgate.runtime.jobmaster.job_context import JobContext
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.job_state import JobState
-from lockgate.runtime.jobmaster.job_summary import EpochResult, EpochStats, JobSummary
+from lockgate.runtime.jobmaster.job_summary import EpochResult, JobSummary
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.jobmaster.progress import EpochProgress
 from lockgate.runtime.jobmaster.run_ahead import RunAhead
@@ -58,7 +53,6 @@ from lockgate.runtime.jobmaster.savepoints import (
 )
 from lockgate.runtime.jobmaster.spark_errors import job_failure
 from lockgate.runtime.jobmaster.spark_session import check_session
-from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 from lockgate.runtime.jobmaster.storage_check import check_storage
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import run_id
@@ -71,25 +65,9 @@ class JobMaster:
     def __init__(self, session: SparkSession, job: JobGraph, settings: JobSettings):
         self.sc = session.sparkContext
         check_session(self.sc.getConf())
-        self.job = job
-        self.settings = settings
-        self.summary = JobSummary(
-            settings.job_id, settings.job_name, deque(maxlen=settings.epoch_history)
-        )
-        self.work = Storage(settings.work_dir)
+        self.ctx = ctx = JobContext.create(job, settings)
         self.epoch_cap = EpochCap(settings.max_records_per_split, settings.epoch_target_s)
         self.progress = EpochProgress(settings.job_name) if settings.progress else None
-        job_root = Storage(settings.checkpoint_dir) if settings.checkpoint_dir else None
-        self.job_root = job_root
-        self.state_files = job_root.child("shared") if job_root else self.work.child("state")
-        self.shared_state = SharedStateRegistry(self.state_files)
-        self.staged = StagedFilesRegistry((job_root or self.work).child("staging"))
-        self.coordinator = CheckpointCoordinator(
-            settings.checkpoint, settings.job_id, job_root, history_size=settings.checkpoint_history
-        )
-        self.state = JobState(job, settings.keyed_state.backend)
-        self.results = CollectedResults()
-        self._cancelled = threading.Event()
         self.savepoints = PendingSavepoints()
         self._finished = False  # the sources are read to their end, or a stop's savepoint taken
         self._subtasks_closed = False  # they close themselves at the end of the input
@@ -97,36 +75,18 @@ class JobMaster:
         self.spark_job = EpochJob(self.sc, job, self.placement)
         # by the graph's shape, and the sources' enumerators: a file's cannot plan ahead
         self.pipelined = pipelines(job) and all(
-            e.ahead() is not None for e in self.state.enumerators.values()
+            e.ahead() is not None for e in ctx.state.enumerators.values()
         )
         self._ahead: RunAhead | None = None  # the next epoch's sources, started early
-        injector = FailureInjector(settings.injections)
-        self.planner = EpochPlanner(
-            job,
-            settings,
-            self.coordinator,
-            injector,
-            self.work,
-            self.state_files,
-            self.staged.storage,
-        )
-        self.finalizer = CheckpointFinalizer(
-            self.coordinator, self.state, self.shared_state, self.results, injector
-        )
-        self.failover = Failover(
-            job,
-            settings,
-            self.state,
-            self.coordinator,
-            self.shared_state,
-            self.staged,
-            self.finalizer,
-            self.results,
-            injector,
-            self.summary,
-            self._cancelled,
-            self.spark_job.release,
-        )
+        self.planner = EpochPlanner(ctx)
+        self.finalizer = CheckpointFinalizer(ctx)
+        self.acceptance = EpochAcceptance(ctx, self.placement, self.epoch_cap, self.finalizer)
+        self.failover = Failover(ctx, self.finalizer, self.spark_job.release)
+
+    @property
+    def summary(self) -> JobSummary:
+        """What the job reports: statistics per epoch and checkpoint, restarts."""
+        return self.ctx.summary
 
     @property
     def finished(self) -> bool:
@@ -135,11 +95,11 @@ class JobMaster:
 
     @property
     def checkpointing(self) -> CheckpointSettings:
-        return self.settings.checkpoint
+        return self.ctx.settings.checkpoint
 
     def cancel(self) -> None:
         """Stop after the running epoch; safe to call from any thread."""
-        self._cancelled.set()
+        self.ctx.cancelled.set()
 
     def trigger_savepoint(
         self, directory: str | None, stop: bool = False, drain: bool = False
@@ -148,7 +108,7 @@ class JobMaster:
         savepoint directory; with ``stop`` the job ends with it (``drain``: after the end of
         event time). Safe to call from any thread; the future resolves to its path, or
         fails with a ``SavepointError``."""
-        target = directory or self.settings.savepoint_dir
+        target = directory or self.ctx.settings.savepoint_dir
         if target is None:
             failed: Future[str] = Future()
             failed.set_exception(
@@ -168,21 +128,21 @@ class JobMaster:
         status = "FAILED"
         graph = None
         try:
-            if self.settings.recovery_path is not None:
-                self.failover.resume(self.settings.recovery_path)  # may adopt max parallelism
-            graph = self.sc.broadcast(ship(cloudpickle.dumps(self.job)))  # type: ignore[no-untyped-call]
+            if self.ctx.settings.recovery_path is not None:
+                self.failover.resume(self.ctx.settings.recovery_path)  # may adopt max parallelism
+            graph = self.sc.broadcast(ship(cloudpickle.dumps(self.ctx.job)))  # type: ignore[no-untyped-call]
             resumed = self.failover.resumed_from
             master = str(self.sc.master)
-            check_storage(self.sc, self.settings, master, resumed.path if resumed else None)
-            if self.job_root is not None:
-                self.job_root.write_bytes("taskowned/.keep", b"")
-            while not self._cancelled.is_set():
+            check_storage(self.sc, self.ctx.settings, master, resumed.path if resumed else None)
+            if self.ctx.job_root is not None:
+                self.ctx.job_root.write_bytes("taskowned/.keep", b"")
+            while not self.ctx.cancelled.is_set():
                 try:
                     result = self._next_epoch(spark_job, graph)
                 except RECOVERABLE as failure:  # anything else is a bug: the job fails at once
                     self.failover.recover(self.failover.restore_latest, failure)
-                    if self.results.has_released:  # checkpointed before the failure struck
-                        yield EpochResult(None, self.results.take())
+                    if self.ctx.results.has_released:  # checkpointed before the failure struck
+                        yield EpochResult(None, self.ctx.results.take())
                     continue
                 if result is None:
                     continue
@@ -195,7 +155,7 @@ class JobMaster:
             status = "CANCELED"
             raise
         finally:
-            self.savepoints.close(f"job {self.settings.job_id} is {status.lower()}")
+            self.savepoints.close(f"job {self.ctx.settings.job_id} is {status.lower()}")
             try:
                 self._drop_ahead()
             except SPARK_JOB_FAILURES as exc:  # the session may be gone; the job's error matters
@@ -203,16 +163,16 @@ class JobMaster:
             self.spark_job.close()
             if not self._subtasks_closed:
                 self._release_subtasks()
-            self.summary.finished = time.monotonic()
-            self.summary.checkpoints = list(self.coordinator.history)
+            self.ctx.summary.finished = time.monotonic()
+            self.ctx.summary.checkpoints = list(self.ctx.coordinator.history)
             if graph is not None:
                 graph.destroy()
-            standing_on = self.coordinator.latest or self.failover.resumed_from
-            self.failover.abort_staged(self.staged, standing_on)
-            if self.coordinator.shutdown(status):  # only the retained checkpoints' files stay
-                self.shared_state.release_live(self.state.subtask_files())
-                self.shared_state.sweep()
-            self.work.remove("")
+            standing_on = self.ctx.coordinator.latest or self.failover.resumed_from
+            self.failover.abort_staged(self.ctx.staged, standing_on)
+            if self.ctx.coordinator.shutdown(status):  # only the retained checkpoints' files stay
+                self.ctx.shared_state.release_live(self.ctx.state.subtask_files())
+                self.ctx.shared_state.sweep()
+            self.ctx.work.remove("")
             self._remove_local_dirs()
 
     # One epoch -----------------------------------------------------------------------------
@@ -223,7 +183,7 @@ class JobMaster:
             return self._run_epoch(spark_job, graph, None)
         try:
             self._drop_ahead()  # the savepoint goes with the next epoch planned
-            savepoints.begin(request, self.settings.job_id)
+            savepoints.begin(request, self.ctx.settings.job_id)
             result = self._run_epoch(spark_job, graph, request)
             if result is None:
                 raise SavepointError("its epoch timed out and runs again without it")
@@ -238,32 +198,72 @@ class JobMaster:
     def _run_epoch(
         self, spark_job: EpochJob, graph: Broadcast[bytes], savepoint: SavepointRequest | None
     ) -> EpochResult | None:
-        plan, sources = (None, None) if savepoint is not None else self._take_ahead(graph)
-        stop = savepoint is not None and savepoint.stop
-        ahead = sources is not None
-        if plan is None:
-            plan = self.planner.plan(
-                self.state, self.failover.generation, self.epoch_cap.value, graph, savepoint
-            )
+        """Plan, run and accept one epoch, then complete its checkpoint (and savepoint);
+        None when there was nothing to run or it timed out (it runs again smaller)."""
+        plan, sources = self._plan(graph, savepoint)
         if plan is None:  # nothing new to read yet: poll again, or wake for a timer
-            wait_s = self.settings.idle_poll_s
-            timer = self.state.next_processing_timer()
-            if timer is not None:
-                wait_s = min(wait_s, max(0.0, timer / 1000 - time.time()))
-            self._cancelled.wait(wait_s)
+            self._wait_for_input()
             return None
         started = time.perf_counter()
-        timeout = self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
-        description = f"lockgate {self.summary.job_name} epoch {plan.epoch}"
-        enumerators = self.state.enumerators
+        stop = savepoint is not None and savepoint.stop
+        ahead = sources is not None
+        output = self._execute(spark_job, plan, sources, graph, stop, started)
+        if output is None:
+            return None
+        acks = self.acceptance.accept(plan, output, started, self._timeout_s)
+        checkpoint_id, stopped = self._complete(plan, acks, started, savepoint)
+        stats = self.acceptance.statistics(plan, acks, started, checkpoint_id, ahead)
+        self.ctx.summary.epochs.append(stats)
+        if self.progress is not None:
+            self.progress.report(stats)
+        self._finished = plan.end_of_input or stopped
+        self._subtasks_closed = plan.end_of_input
+        return EpochResult(stats, self.ctx.results.take())
+
+    @property
+    def _timeout_s(self) -> float | None:
+        """How long an epoch may run: the checkpoint timeout, with checkpointing."""
+        return self.checkpointing.timeout_ms / 1000 if self.checkpointing.enabled else None
+
+    def _plan(
+        self, graph: Broadcast[bytes], savepoint: SavepointRequest | None
+    ) -> tuple[EpochPlan | None, SourceStages | None]:
+        """The next epoch, and its source stages when they already run ahead."""
+        plan, sources = (None, None) if savepoint is not None else self._take_ahead(graph)
+        if plan is None:
+            generation = self.failover.generation
+            plan = self.planner.plan(generation, self.epoch_cap.value, graph, savepoint)
+        return plan, sources
+
+    def _wait_for_input(self) -> None:
+        wait_s = self.ctx.settings.idle_poll_s
+        timer = self.ctx.state.next_processing_timer()
+        if timer is not None:
+            wait_s = min(wait_s, max(0.0, timer / 1000 - time.time()))
+        self.ctx.cancelled.wait(wait_s)
+
+    def _execute(
+        self,
+        spark_job: EpochJob,
+        plan: EpochPlan,
+        sources: SourceStages | None,
+        graph: Broadcast[bytes],
+        stop: bool,
+        started: float,
+    ) -> EpochOutput | None:
+        """Run the epoch's Spark job (starting the next epoch's sources once its own are
+        done, when epochs pipeline); None if it timed out."""
+        timeout = self._timeout_s
+        description = f"lockgate {self.ctx.settings.job_name} epoch {plan.epoch}"
+        enumerators = self.ctx.state.enumerators
         try:
             if sources is None and self.pipelined:
                 sources = spark_job.submit_sources(plan, enumerators, description)
             running = spark_job.start(plan, enumerators, description, timeout, sources)
             ends = plan.end_of_input or stop
-            if sources is not None and not ends and not self._cancelled.is_set():
+            if sources is not None and not ends and not self.ctx.cancelled.is_set():
                 self._ahead = self._run_ahead(plan, running, sources, graph)
-            output = running.result()
+            return running.result()
         except EpochTimeout:
             self._drop_ahead()
             assert timeout is not None
@@ -275,52 +275,35 @@ class JobMaster:
         except BaseException:
             self._drop_ahead()
             raise
-        acks = self._accepted_acks(plan, output.attempts)
-        self.epoch_cap.epoch_took(
-            time.perf_counter() - started,
-            timeout,
-            _records_per_split(plan, acks),
-            warm=not any(ack.restored for ack in acks),
-        )
-        self.state.apply_acks(plan.epoch, acks, processing_time_ms())
-        self.placement.record(acks)
-        for ack in acks:
-            self.staged.accept(plan.epoch, ack.vertex, ack.subtask, ack.attempt)
-        self._forget_acks(plan.ack_dir)
-        self.finalizer.epoch_wrote(sum(ack.state.bytes_written for ack in acks if ack.state))
-        self.shared_state.hold_live(self.state.subtask_files())
-        self.results.hold(output.collected)
+
+    def _complete(
+        self,
+        plan: EpochPlan,
+        acks: list[SubtaskAck],
+        started: float,
+        savepoint: SavepointRequest | None,
+    ) -> tuple[int | None, bool]:
+        """Release or hold the epoch's output, complete its checkpoint and savepoint, and
+        abort what losing attempts staged: the checkpoint's id (None: none, or it failed)
+        and whether the job stops with the savepoint."""
+        ctx = self.ctx
         commits_on_checkpoint = self.checkpointing.commits_on_checkpoint
         if not commits_on_checkpoint:
-            self.results.release()
+            ctx.results.release()
+        ends = plan.end_of_input or (savepoint is not None and savepoint.stop)
         checkpoint_id = (
             self.finalizer.finalize(plan.epoch, started, ends) if plan.checkpoint else None
         )
         stopped = False
         if savepoint is not None:
             taken = savepoints.complete(
-                savepoint, self.state, acks, self.settings.job_id, checkpoint_id or 0, plan.epoch
+                savepoint, ctx.state, acks, self.ctx.settings.job_id, checkpoint_id or 0, plan.epoch
             )
             # A stop whose savepoint failed does not stop: the job goes on, as in Flink
-            stopped = stop and taken
-        settled = self.state.committed_epoch if commits_on_checkpoint else plan.epoch
-        self.staged.sweep(settled, plan.epoch)
-        stats = EpochStats(
-            plan.epoch,
-            sum(a.records_in for a in acks if a.vertex in self.state.enumerators),
-            (time.perf_counter() - started) * 1000,
-            self.state.state_bytes(),
-            sum(a.state.entries for a in acks if a.state),
-            sum(a.restored for a in acks),
-            checkpoint_id,
-            ahead,
-        )
-        self.summary.epochs.append(stats)
-        if self.progress is not None:
-            self.progress.report(stats)
-        self._finished = plan.end_of_input or stopped
-        self._subtasks_closed = plan.end_of_input
-        return EpochResult(stats, self.results.take())
+            stopped = savepoint.stop and taken
+        settled = ctx.state.committed_epoch if commits_on_checkpoint else plan.epoch
+        ctx.staged.sweep(settled, plan.epoch)
+        return checkpoint_id, stopped
 
     def _run_ahead(
         self, plan: EpochPlan, running: RunningEpoch, sources: SourceStages, graph: Broadcast[bytes]
@@ -331,24 +314,26 @@ class JobMaster:
         failed source stage, a subtask that acknowledged twice."""
         if not self.epoch_cap.settled:
             return None
-        twins = {vid: e.ahead() for vid, e in self.state.enumerators.items()}
+        twins = {vid: e.ahead() for vid, e in self.ctx.state.enumerators.items()}
         ready = {vid: twin for vid, twin in twins.items() if twin is not None}
         if len(ready) < len(twins):
             return None
         if self.spark_job.sources_failure(sources, wait=True) is not None:
             return None  # the epoch's job fails with it
         self.spark_job.last_stage_launched(running, sources)
-        collector = AckCollector(self.job, self.work, self.state_files, plan.ack_dir, plan.epoch)
-        acks = collector.sole(self.job.sources, plan.run)
+        collector = AckCollector(
+            self.ctx.job, self.ctx.work, self.ctx.state_files, plan.ack_dir, plan.epoch
+        )
+        acks = collector.sole(self.ctx.job.sources, plan.run)
         if acks is None:
             return None
         # Where epoch n's sources ran is where n+1's should (the locations of epoch n-1,
         # the latest accepted, would send them back and forth once they moved)
         self.placement.record(acks.values())
-        ahead = self.planner.plan_ahead(self.state, plan, ready, acks, self.epoch_cap.value, graph)
+        ahead = self.planner.plan_ahead(plan, ready, acks, self.epoch_cap.value, graph)
         if ahead is None:
             return None
-        description = f"lockgate {self.summary.job_name} epoch {ahead.epoch}"
+        description = f"lockgate {self.ctx.summary.job_name} epoch {ahead.epoch}"
         stages = self.spark_job.submit_sources(ahead, ready, description)
         assumed = {key: ack.attempt for key, ack in acks.items()}
         return RunAhead(ahead, ready, assumed, stages)
@@ -363,13 +348,13 @@ class JobMaster:
         if failure is not None:  # the epoch failed before it would have started
             self._drop(ahead)
             raise job_failure(failure, ahead.plan.epoch) from failure
-        mismatch = ahead.mismatch(self.state)
+        mismatch = ahead.mismatch(self.ctx.state)
         if mismatch is not None:
             log.warning("epoch %d is planned again: %s", ahead.plan.epoch, mismatch)
             self._drop(ahead)
             return None, None
-        self.state.enumerators.update(ahead.twins)
-        return self.planner.complete(ahead.plan, self.state, graph), ahead.stages
+        self.ctx.state.enumerators.update(ahead.twins)
+        return self.planner.complete(ahead.plan, graph), ahead.stages
 
     def _drop_ahead(self) -> None:
         ahead, self._ahead = self._ahead, None
@@ -379,60 +364,32 @@ class JobMaster:
     def _drop(self, ahead: RunAhead) -> None:
         """Give up an epoch's source stages started ahead (the acks they wrote with them)."""
         self.spark_job.cancel(ahead.stages)
-        self._forget_acks(ahead.plan.ack_dir)
-
-    def _forget_acks(self, ack_dir: str) -> None:
-        try:
-            self.work.remove(ack_dir)
-        except OSError as exc:
-            # A cancelled task (a dropped run-ahead's, a killed attempt's) may still be
-            # writing its ack there. No later epoch reads the directory (every try has its
-            # own), and the work directory goes with the job.
-            log.info("left %s for the job's end: %s", ack_dir, exc)
+        forget_acks(self.ctx, ahead.plan.ack_dir)
 
     def _epoch_timed_out(self, epoch: int, timeout: float, started: float) -> None:
         """The epoch runs again with fewer records, unless timeouts exceed the tolerance."""
         smaller = self.epoch_cap.shrink()
         reason = f"epoch {epoch} exceeded the checkpoint timeout of {timeout:.0f} s"
-        if self.coordinator.failed(epoch, reason, started):
+        if self.ctx.coordinator.failed(epoch, reason, started):
             raise JobExecutionError(
                 f"{reason}; more than {self.checkpointing.tolerable_failures} checkpoint "
                 "failures in a row"
             ) from None
         log.warning("%s; running it again with at most %d records per split", reason, smaller)
 
-    def _accepted_acks(
-        self, plan: EpochPlan, result_attempts: dict[tuple[int, int], set[str]]
-    ) -> list[SubtaskAck]:
-        collector = AckCollector(self.job, self.work, self.state_files, plan.ack_dir, plan.epoch)
-        acks = collector.accepted(plan.run, result_attempts)
-        collector.discard_losers(self.shared_state.referenced)
-        return acks
-
     def _release_subtasks(self) -> None:
         """Close the subtasks of the last run (Flink closes a job's operators when it ends,
         however it ends); those that read their input to its end closed themselves."""
         try:
-            self.spark_job.release(run_id(self.settings.job_id, self.failover.generation))
+            self.spark_job.release(run_id(self.ctx.settings.job_id, self.failover.generation))
         except Exception as exc:  # the session may be gone; the job's own error matters more
             log.warning("could not release the job's subtasks: %s", exc)
 
     def _remove_local_dirs(self) -> None:
         """In local mode the executors' disk is this machine's: remove the job's RocksDB
         instances."""
-        keyed_state = self.settings.keyed_state
-        if keyed_state.backend != manifests.ROCKSDB or not self.settings.local_spark:
+        keyed_state = self.ctx.settings.keyed_state
+        if keyed_state.backend != manifests.ROCKSDB or not self.ctx.settings.local_spark:
             return
         for directory in keyed_state.job_local_dirs():
             shutil.rmtree(directory, ignore_errors=True)
-
-
-def _records_per_split(plan: EpochPlan, acks: list[SubtaskAck]) -> int:
-    """The most records a source split read in the epoch: per source subtask, its records
-    over the splits it was assigned."""
-    most = 0
-    for ack in acks:
-        assigned = plan.assignments.get(ack.vertex, {}).get(ack.subtask)
-        if assigned:
-            most = max(most, ack.records_in // len(assigned))
-    return most

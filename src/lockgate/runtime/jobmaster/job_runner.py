@@ -24,7 +24,7 @@ _EXIT_GRACE_S = 60.0
 class JobRunner:
     def __init__(self, master: JobMaster):
         self.master = master
-        self.job_id = master.settings.job_id
+        self.job_id = master.ctx.settings.job_id
         self.result: Future[JobExecutionResult] = Future()
         self._ended: Future[JobStatus] = Future()
         self._lock = threading.Lock()

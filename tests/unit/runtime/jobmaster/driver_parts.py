@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lockgate.checkpoint.coordinator import CheckpointCoordinator
-from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.checkpoint.storage import Storage
 from lockgate.common import Encoder, WatermarkStrategy
 from lockgate.common.time import Duration
@@ -16,10 +14,8 @@ from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.connectors.file_system import FileSink, FileSource, StreamFormat
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
-from lockgate.runtime.jobmaster.collected_results import CollectedResults
-from lockgate.runtime.jobmaster.failure_injector import FailureInjector
+from lockgate.runtime.jobmaster.job_context import JobContext
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.job_state import JobState
 
 
 class Passthrough(KeyedProcessFunction):
@@ -67,10 +63,9 @@ def watching_job(directory: Path) -> Any:
 class Checkpointing:
     """The driver's checkpoint parts for a small collection job, under ``tmp_path``/chk."""
 
-    settings: JobSettings
+    ctx: JobContext
     job_root: Storage
     finalizer: CheckpointFinalizer
-    injector: FailureInjector
 
     @staticmethod
     def build(
@@ -81,12 +76,7 @@ class Checkpointing:
     ) -> Checkpointing:
         config.setdefault("execution.checkpointing.interval", "1 s")
         config["execution.checkpointing.dir"] = f"file://{tmp_path}/chk"
-        settings = resolve(tmp_path, **config)
-        assert settings.checkpoint_dir is not None
-        job_root = Storage(settings.checkpoint_dir)
-        coordinator = CheckpointCoordinator(settings.checkpoint, settings.job_id, job_root)
-        state = JobState(job or collection_job([1, 2, 3]), settings.keyed_state.backend)
-        registry = SharedStateRegistry(job_root.child("shared"))
-        injector = FailureInjector(injections)
-        finalizer = CheckpointFinalizer(coordinator, state, registry, CollectedResults(), injector)
-        return Checkpointing(settings, job_root, finalizer, injector)
+        settings = replace(resolve(tmp_path, **config), injections=frozenset(injections))
+        ctx = JobContext.create(job or collection_job([1, 2, 3]), settings)
+        assert ctx.job_root is not None
+        return Checkpointing(ctx, ctx.job_root, CheckpointFinalizer(ctx))

@@ -21,35 +21,35 @@ def finalizer_for(tmp_path, injections=()):
 
 def test_a_checkpoint_releases_results_and_subsumes_the_one_before(tmp_path):
     finalizer, job_root = finalizer_for(tmp_path)
-    finalizer.results.hold(["a"])
+    finalizer.ctx.results.hold(["a"])
     finalizer.epoch_wrote(100)
     assert finalizer.finalize(1, 0.0, final=False) == 1
-    assert finalizer.results.take() == ["a"]
-    assert finalizer.state.committed_epoch == 1
-    assert finalizer.coordinator.history[-1].written_bytes == 100
+    assert finalizer.ctx.results.take() == ["a"]
+    assert finalizer.ctx.state.committed_epoch == 1
+    assert finalizer.ctx.coordinator.history[-1].written_bytes == 100
     assert finalizer.written_since_checkpoint == 0
     assert finalizer.finalize(2, 0.0, final=False) == 2
     assert not job_root.exists("chk-1") and job_root.exists("chk-2/_metadata")
-    assert [c.id for c in finalizer.coordinator.retained] == [2]
+    assert [c.id for c in finalizer.ctx.coordinator.retained] == [2]
 
 
 def test_a_failed_metadata_write_is_tolerated_but_not_for_the_final_checkpoint(tmp_path):
     finalizer, job_root = finalizer_for(tmp_path, [("metadata-write", 1), ("metadata-write", 2)])
-    finalizer.results.hold(["a"])
+    finalizer.ctx.results.hold(["a"])
     assert finalizer.finalize(1, 0.0, final=False) is None  # tolerated: 1 failure allowed
-    assert finalizer.results.take() == [], "results wait for a checkpoint that exists"
+    assert finalizer.ctx.results.take() == [], "results wait for a checkpoint that exists"
     assert not job_root.exists("chk-1")
     with pytest.raises(JobExecutionError, match=r"final checkpoint.*never skipped"):
         finalizer.finalize(2, 0.0, final=True)
-    assert finalizer.state.committed_epoch == 0
+    assert finalizer.ctx.state.committed_epoch == 0
 
 
 def test_results_go_out_once_the_metadata_exists_even_if_the_commit_fails(tmp_path):
     """The checkpoint exists: its epochs never run again, so their results are final."""
     finalizer, job_root = finalizer_for(tmp_path, [("after-metadata-before-commit", 1)])
-    finalizer.results.hold(["a"])
+    finalizer.ctx.results.hold(["a"])
     with pytest.raises(InjectedFailure):
         finalizer.finalize(1, 0.0, final=False)
     assert job_root.exists("chk-1/_metadata")
-    assert finalizer.results.take() == ["a"]
-    assert finalizer.state.committed_epoch == 0  # the restore commits it
+    assert finalizer.ctx.results.take() == ["a"]
+    assert finalizer.ctx.state.committed_epoch == 0  # the restore commits it

@@ -4,14 +4,12 @@ task is handed (its descriptor and each subtask's restore)."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from driver_parts import collection_job, resolve, watching_job
 
-from lockgate.checkpoint.coordinator import CheckpointCoordinator
-from lockgate.checkpoint.storage import Storage
 from lockgate.runtime.jobmaster.epoch_planner import EpochPlanner
-from lockgate.runtime.jobmaster.failure_injector import FailureInjector
-from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.job_context import JobContext
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 
@@ -19,19 +17,9 @@ GRAPH = object()  # stands for the job graph's broadcast, which tasks only carry
 
 
 def planner_for(tmp_path, job, injections=(), **config):
-    settings = resolve(tmp_path, **config)
-    coordinator = CheckpointCoordinator(settings.checkpoint, settings.job_id, None)
-    work = Storage(settings.work_dir)
-    planner = EpochPlanner(
-        job,
-        settings,
-        coordinator,
-        FailureInjector(injections),
-        work,
-        work.child("state"),
-        work.child("staging"),
-    )
-    return planner, JobState(job, settings.keyed_state.backend)
+    settings = replace(resolve(tmp_path, **config), injections=frozenset(injections))
+    ctx = JobContext.create(job, settings)
+    return EpochPlanner(ctx), ctx.state
 
 
 def descriptors(plan):
@@ -42,10 +30,10 @@ def descriptors(plan):
 
 def test_an_epoch_hands_every_task_its_descriptor_and_every_subtask_its_restore(tmp_path):
     job = collection_job(list(range(10)))
-    planner, state = planner_for(tmp_path, job, **{"execution.checkpointing.interval": "1 h"})
-    plan = planner.plan(state, 3, 4, GRAPH)
+    planner, _ = planner_for(tmp_path, job, **{"execution.checkpointing.interval": "1 h"})
+    plan = planner.plan(3, 4, GRAPH)
     assert plan is not None
-    assert (plan.epoch, plan.run) == (1, f"{planner.settings.job_id}#3")
+    assert (plan.epoch, plan.run) == (1, f"{planner.ctx.settings.job_id}#3")
     assert not plan.end_of_input and not plan.checkpoint
     [source] = job.sources
     # A collection source runs at parallelism 1 (as in Flink); the cap bounds its read.
@@ -70,28 +58,28 @@ def test_an_epoch_hands_every_task_its_descriptor_and_every_subtask_its_restore(
 
 
 def test_every_try_of_an_epoch_has_its_own_acknowledgement_directory(tmp_path):
-    planner, state = planner_for(tmp_path, collection_job([1, 2, 3]))
-    first = planner.plan(state, 0, 10, GRAPH)
-    again = planner.plan(state, 0, 10, GRAPH)  # the epoch failed; the same epoch again
+    planner, _ = planner_for(tmp_path, collection_job([1, 2, 3]))
+    first = planner.plan(0, 10, GRAPH)
+    again = planner.plan(0, 10, GRAPH)  # the epoch failed; the same epoch again
     assert first.epoch == again.epoch == 1
     assert first.ack_dir != again.ack_dir
 
 
 def test_the_epoch_that_reads_the_rest_ends_the_input_with_a_checkpoint(tmp_path):
-    planner, state = planner_for(
+    planner, _ = planner_for(
         tmp_path, collection_job([1, 2, 3]), **{"execution.checkpointing.interval": "1 h"}
     )
-    plan = planner.plan(state, 0, 10, GRAPH)
+    plan = planner.plan(0, 10, GRAPH)
     assert plan.end_of_input and plan.checkpoint  # the final checkpoint is not optional
 
 
 def test_an_injected_ack_failure_goes_to_the_tasks_of_its_epoch_once(tmp_path):
-    planner, state = planner_for(
+    planner, _ = planner_for(
         tmp_path, collection_job([1, 2, 3]), [("after-snapshot-before-ack", 1)]
     )
-    first = planner.plan(state, 0, 10, GRAPH)
+    first = planner.plan(0, 10, GRAPH)
     assert {d.inject_failure for d in descriptors(first).values()} == {True}
-    again = planner.plan(state, 1, 10, GRAPH)
+    again = planner.plan(1, 10, GRAPH)
     assert {d.inject_failure for d in descriptors(again).values()} == {False}
 
 
@@ -103,13 +91,13 @@ def test_without_input_an_epoch_runs_only_when_a_checkpoint_is_due(tmp_path):
     planner, state = planner_for(
         tmp_path, watching_job(watched), **{"execution.checkpointing.interval": "10 ms"}
     )
-    planner.coordinator.last_trigger -= 1  # the interval has passed
-    assert planner.plan(state, 0, 10, GRAPH) is None  # nothing since the last checkpoint
+    planner.ctx.coordinator.last_trigger -= 1  # the interval has passed
+    assert planner.plan(0, 10, GRAPH) is None  # nothing since the last checkpoint
     state.epoch = 1  # an epoch ran, no checkpoint covers it yet
-    plan = planner.plan(state, 0, 10, GRAPH)
+    plan = planner.plan(0, 10, GRAPH)
     assert plan is not None and plan.checkpoint and not plan.end_of_input
     assert not any(plan.assignments.values())
-    assert planner.plan(state, 0, 10, GRAPH) is None  # just triggered: not due again yet
+    assert planner.plan(0, 10, GRAPH) is None  # just triggered: not due again yet
 
 
 def test_without_checkpoints_an_idle_source_plans_nothing(tmp_path):
@@ -117,10 +105,10 @@ def test_without_checkpoints_an_idle_source_plans_nothing(tmp_path):
     watched.mkdir()
     planner, state = planner_for(tmp_path, watching_job(watched))
     state.epoch = 5
-    assert planner.plan(state, 0, 10, GRAPH) is None
+    assert planner.plan(0, 10, GRAPH) is None
     (watched / "a.txt").write_text("x\ny\n")
     time.sleep(0.01)  # the next discovery is due
-    plan = planner.plan(state, 0, 10, GRAPH)
+    plan = planner.plan(0, 10, GRAPH)
     assert plan is not None and plan.epoch == 6 and any(plan.assignments.values())
 
 
@@ -156,10 +144,10 @@ def planned_ahead(tmp_path):
     """Epoch 1 of 4 records per split, running, and epoch 2's sources planned ahead."""
     job = collection_job(list(range(10)))
     planner, state = planner_for(tmp_path, job, **{"execution.checkpointing.interval": "1 ms"})
-    first = planner.plan(state, 0, 4, GRAPH)
+    first = planner.plan(0, 4, GRAPH)
     [source] = job.sources
     twins = {source.id: state.enumerators[source.id].ahead()}
-    ahead = planner.plan_ahead(state, first, twins, source_acks(job, first), 4, GRAPH)
+    ahead = planner.plan_ahead(first, twins, source_acks(job, first), 4, GRAPH)
     return job, planner, state, first, ahead
 
 
@@ -185,7 +173,7 @@ def test_a_plan_made_ahead_is_completed_with_the_state_the_epoch_before_left(tmp
     [source] = job.sources
     state.versions[(source.id + 1, 1)] = "keyed-version"  # epoch 1 accepted
     time.sleep(0.002)  # the checkpoint interval passed
-    whole = planner.complete(ahead, state, GRAPH)
+    whole = planner.complete(ahead, GRAPH)
     assert set(whole.tasks) == {v.id for v in job.vertices}
     assert whole.checkpoint  # on the clock, once the epoch before completed
     counter = job.vertex(source.id + 1)
@@ -200,8 +188,8 @@ def test_a_plan_made_ahead_is_completed_with_the_state_the_epoch_before_left(tmp
 def test_nothing_is_planned_ahead_past_the_end_of_the_input(tmp_path):
     job = collection_job(list(range(4)))
     planner, state = planner_for(tmp_path, job)
-    first = planner.plan(state, 0, 4, GRAPH)
+    first = planner.plan(0, 4, GRAPH)
     assert first.end_of_input
     [source] = job.sources
     twins = {source.id: state.enumerators[source.id].ahead()}
-    assert planner.plan_ahead(state, first, twins, source_acks(job, first), 4, GRAPH) is None
+    assert planner.plan_ahead(first, twins, source_acks(job, first), 4, GRAPH) is None

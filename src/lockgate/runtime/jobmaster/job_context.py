@@ -1,0 +1,66 @@
+"""What the JobMaster's parts share for one job: its graph and settings, its state on the
+driver, where its files go, and the registries and reports that outlive epochs.
+
+The planner, the acceptance of epochs, the finalizer and the failover each take this one
+context instead of a list of its parts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from lockgate.checkpoint.coordinator import CheckpointCoordinator
+from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
+from lockgate.checkpoint.storage import Storage
+from lockgate.graph.job_graph import JobGraph
+from lockgate.runtime.jobmaster.collected_results import CollectedResults
+from lockgate.runtime.jobmaster.failure_injector import FailureInjector
+from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.job_state import JobState
+from lockgate.runtime.jobmaster.job_summary import JobSummary
+from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
+
+
+@dataclass
+class JobContext:
+    job: JobGraph
+    settings: JobSettings
+    state: JobState  # sources' enumerators, subtasks' state versions, committed epoch
+    coordinator: CheckpointCoordinator
+    work: Storage  # the job's work directory: plans, acks, heap state without checkpoints
+    job_root: Storage | None  # <checkpoint dir>/<job id>, with checkpointing to files
+    state_files: Storage  # where subtasks write their state files (shared/ with a job root)
+    shared_state: SharedStateRegistry  # who still needs each state file
+    staged: StagedFilesRegistry  # files sinks staged outside the job, by attempt
+    results: CollectedResults  # records of collect sinks on their way to the user
+    injector: FailureInjector  # failures tests inject at named points
+    summary: JobSummary  # statistics per epoch and checkpoint, restarts
+    cancelled: threading.Event  # set from any thread: stop after the running epoch
+
+    @staticmethod
+    def create(job: JobGraph, settings: JobSettings) -> JobContext:
+        work = Storage(settings.work_dir)
+        job_root = Storage(settings.checkpoint_dir) if settings.checkpoint_dir else None
+        state_files = job_root.child("shared") if job_root else work.child("state")
+        coordinator = CheckpointCoordinator(
+            settings.checkpoint, settings.job_id, job_root, history_size=settings.checkpoint_history
+        )
+        return JobContext(
+            job=job,
+            settings=settings,
+            state=JobState(job, settings.keyed_state.backend),
+            coordinator=coordinator,
+            work=work,
+            job_root=job_root,
+            state_files=state_files,
+            shared_state=SharedStateRegistry(state_files),
+            staged=StagedFilesRegistry((job_root or work).child("staging")),
+            results=CollectedResults(),
+            injector=FailureInjector(settings.injections),
+            summary=JobSummary(
+                settings.job_id, settings.job_name, deque(maxlen=settings.epoch_history)
+            ),
+            cancelled=threading.Event(),
+        )
