@@ -41,10 +41,10 @@ from pyspark import cloudpickle
 from lockgate.common import Configuration, WatermarkStrategy
 from lockgate.common import config_options as options
 from lockgate.connectors.offset_splits import OffsetSplitEnumerator
+from lockgate.core.source import Source, SplitAssignment, SplitProgress
 from lockgate.datastream import StreamExecutionEnvironment
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors import DiscardingSink
-from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
 
 # Spark's Python workers may not be able to import bench modules: ship their classes by value.
 cloudpickle.register_pickle_by_value(keyed_count)

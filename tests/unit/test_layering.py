@@ -4,8 +4,8 @@ Layers, lowest first; a module may import from its own layer and the ones below 
 storage (the fsspec layer) sits below the state backends, which write through it; the rest of
 ``checkpoint`` (metadata, coordinator, registries) sits above them, since it records their
 manifests. The state processor reads and writes checkpoints and savepoints, and no job needs it.
-The connector contracts (``runtime.source``, ``runtime.two_phase_commit``) sit below the graph,
-which holds sources and sinks.
+``core`` (the connector contracts, after flink-core) sits just above ``common``: the graph
+holds sources and sinks, the runtime drives them, connectors implement them.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import lockgate
 
 LAYERS = [
     ("lockgate.common",),
+    ("lockgate.core",),
     ("lockgate.checkpoint.storage",),
     ("lockgate.state",),
     ("lockgate.checkpoint",),
     ("lockgate.state_processor",),
-    ("lockgate.runtime.source", "lockgate.runtime.two_phase_commit"),
     ("lockgate.graph",),
     ("lockgate.runtime",),
     ("lockgate.connectors",),
@@ -181,5 +181,5 @@ def test_layer_of():
     assert layer_of("lockgate.state.manifests") < layer_of("lockgate.checkpoint.metadata")
     assert layer_of("lockgate.checkpoint.savepoint") < layer_of("lockgate.state_processor.errors")
     assert layer_of("lockgate.state_processor") < layer_of("lockgate.runtime")
-    assert layer_of("lockgate.runtime.source") < layer_of("lockgate.connectors.file.writer")
+    assert layer_of("lockgate.core.source") < layer_of("lockgate.connectors.file.writer")
     assert layer_of("lockgate") == layer_of("lockgate.datastream.functions")

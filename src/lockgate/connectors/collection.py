@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lockgate.connectors.offset_splits import ContiguousSplitEnumerator
-from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
+from lockgate.core.source import Source, SplitAssignment, SplitProgress
 
 
 class CollectionSource(Source):

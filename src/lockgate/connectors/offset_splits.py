@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-from lockgate.runtime.source import SplitAssignment, SplitEnumerator, SplitProgress, position_field
+from lockgate.core.source import SplitAssignment, SplitEnumerator, SplitProgress, position_field
 
 OFFSET_STATE_FORMAT = "lockgate-offset-splits"
 OFFSET_STATE_VERSION = 1

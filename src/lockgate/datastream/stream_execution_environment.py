@@ -20,6 +20,7 @@ from lockgate.common.type_conversion import declared_type
 from lockgate.common.unsupported import not_supported
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.connectors.collection import CollectionSource
+from lockgate.core.source import Source
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from lockgate.datastream.data_stream import (
     BUFFER_TIMEOUT_ALTERNATIVE,
@@ -34,7 +35,6 @@ from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.spark_session import add_python_files, get_or_create_session
-from lockgate.runtime.source import Source
 
 # The alternatives named by the methods lockgate does not support yet
 _SOURCE_ALTERNATIVE = "from_source() with FileSource or NumberSequenceSource, or from_collection()"

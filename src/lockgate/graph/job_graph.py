@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.common.typeinfo import TypeInformation
+from lockgate.core.source import Source
 from lockgate.graph.operator_spec import OperatorSpec
 from lockgate.graph.transformations import (
     FORWARD,
@@ -29,7 +30,6 @@ from lockgate.graph.transformations import (
     common_type,
     stream_type,
 )
-from lockgate.runtime.source import Source
 from lockgate.state.key_groups import check_parallelism, default_max_parallelism
 
 

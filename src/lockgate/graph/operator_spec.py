@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from lockgate.runtime.two_phase_commit import Committer
+from lockgate.core.two_phase_commit import Committer
 from lockgate.state.descriptors import ReducingStateDescriptor
 
 #: the state a keyed reduce keeps its running value in

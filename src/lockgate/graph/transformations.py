@@ -13,8 +13,8 @@ from typing import Any
 
 from lockgate.common.typeinfo import TypeInformation
 from lockgate.common.watermark_strategy import WatermarkStrategy
+from lockgate.core.source import Source
 from lockgate.graph.operator_spec import OperatorSpec
-from lockgate.runtime.source import Source
 
 _ids = count(1)
 

@@ -14,7 +14,7 @@ from lockgate.connectors.collection import CollectionEnumerator, CollectionSourc
 from lockgate.connectors.file.enumerator import FileEnumerator, FileEnumeratorState, FileSplit
 from lockgate.connectors.file.source import TextLineFileSource
 from lockgate.connectors.offset_splits import OffsetSplitsState
-from lockgate.runtime.source import SplitAssignment, SplitProgress
+from lockgate.core.source import SplitAssignment, SplitProgress
 
 WHERE = "checkpoint chk-3: the split enumerator of 'src' (uid 'src')"
 

@@ -12,6 +12,7 @@ import pytest
 
 from lockgate.common.records import RecordFormatError
 from lockgate.connectors.nexmark.generator import DRAWS_PER_EVENT, event_draws
+from lockgate.core.source import SplitAssignment
 from lockgate.datastream.connectors.nexmark import (
     Auction,
     Bid,
@@ -20,7 +21,6 @@ from lockgate.datastream.connectors.nexmark import (
     NexmarkSource,
     Person,
 )
-from lockgate.runtime.source import SplitAssignment
 
 EVENTS = 5000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lockgate.connectors.file.committable import PartCommittable, commit_part
-from lockgate.runtime.two_phase_commit import Committer
+from lockgate.core.two_phase_commit import Committer
 
 
 class FileCommitter(Committer):

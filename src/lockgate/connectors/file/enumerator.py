@@ -37,7 +37,7 @@ from typing import Any
 from fsspec.core import url_to_fs
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-from lockgate.runtime.source import (
+from lockgate.core.source import (
     SourceError,
     SplitAssignment,
     SplitEnumerator,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from fsspec.core import url_to_fs
 
-from lockgate.runtime.source import SourceError, SplitAssignment, SplitProgress
+from lockgate.core.source import SourceError, SplitAssignment, SplitProgress
 
 
 def read_lines(

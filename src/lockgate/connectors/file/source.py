@@ -12,7 +12,7 @@ from fsspec.core import url_to_fs
 
 from lockgate.connectors.file.enumerator import FileEnumerator, list_visible_files
 from lockgate.connectors.file.reader import read_lines
-from lockgate.runtime.source import Source, SourceError, SplitAssignment, SplitProgress
+from lockgate.core.source import Source, SourceError, SplitAssignment, SplitProgress
 
 
 class TextLineFileSource(Source):

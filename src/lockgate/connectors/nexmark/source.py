@@ -16,7 +16,7 @@ from lockgate.common.time import Duration
 from lockgate.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from lockgate.connectors.nexmark.generator import BATCH, NexmarkConfig, NexmarkGenerator
 from lockgate.connectors.offset_splits import ContiguousSplitEnumerator
-from lockgate.runtime.source import Source, SplitAssignment, SplitProgress
+from lockgate.core.source import Source, SplitAssignment, SplitProgress
 
 
 class NexmarkSource(Source):

@@ -24,12 +24,12 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.rdd import RDD
 
+from lockgate.core.source import SplitEnumerator
 from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.messages.spark_items import ATTEMPT_TAG, PLACEMENT_MARKER
-from lockgate.runtime.source import SplitEnumerator
 from lockgate.runtime.sparktask.epoch_task import source_input
 from lockgate.runtime.sparktask.host_client import release_hosts
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockgate.runtime.source import SplitAssignment
+from lockgate.core.source import SplitAssignment
 from lockgate.runtime.sparktask.epoch_task import EpochTask
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pyspark import Broadcast
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.core.source import SplitAssignment, SplitEnumerator
 from lockgate.graph.job_graph import JobVertex
 from lockgate.runtime.jobmaster.epoch_job import reports_attempt
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
@@ -26,7 +27,6 @@ from lockgate.runtime.messages.task_deployment import (
     TaskDeploymentDescriptor,
     run_id,
 )
-from lockgate.runtime.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.sparktask.epoch_task import EpochTask
 
 

@@ -20,12 +20,12 @@ from lockgate.checkpoint.metadata import (
 from lockgate.checkpoint.state_assignment import assign_state
 from lockgate.common.records import RecordFormatError
 from lockgate.common.watermark_strategy import LONG_MAX
+from lockgate.core.source import SplitEnumerator, SplitProgress
+from lockgate.core.two_phase_commit import Committer
 from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.graph.operator_spec import OperatorSpec
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import SubtaskRestore
-from lockgate.runtime.source import SplitEnumerator, SplitProgress
-from lockgate.runtime.two_phase_commit import Committer
 from lockgate.state import manifests
 from lockgate.state.key_groups import key_group_range
 from lockgate.state.manifests import KeyedStateManifest

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lockgate.core.source import SplitEnumerator
 from lockgate.runtime.jobmaster.epoch_job import SourceStages
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.job_state import JobState
-from lockgate.runtime.source import SplitEnumerator
 
 
 @dataclass(frozen=True)

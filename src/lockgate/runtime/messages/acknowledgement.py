@@ -14,7 +14,7 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-from lockgate.runtime.source import SplitProgress
+from lockgate.core.source import SplitProgress
 from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
 from lockgate.state.operator_state_handle import OperatorStateHandle
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from pyspark import SparkFiles, TaskContext
 
+from lockgate.core.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.messages.host_protocol import EpochStart
 from lockgate.runtime.messages.spark_items import ATTEMPT_TAG, PLACEMENT_EDGE, Output
 from lockgate.runtime.messages.task_deployment import TaskDeploymentDescriptor
-from lockgate.runtime.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.sparktask.host_client import HostSession
 
 

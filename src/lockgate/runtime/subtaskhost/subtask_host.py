@@ -21,13 +21,13 @@ from pickle import loads
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
+from lockgate.core.source import SplitAssignment, SplitProgress
 from lockgate.graph.shipped_graph import read_shipped
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.messages.host_protocol import EpochDone, EpochStart, HostRequest
 from lockgate.runtime.messages.spark_items import Output
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
-from lockgate.runtime.source import SplitAssignment, SplitProgress
 from lockgate.runtime.subtaskhost.staging_log import StagingLog
 from lockgate.runtime.subtaskhost.subtask import Subtask
 from lockgate.runtime.subtaskhost.watermarks import ChannelEnd

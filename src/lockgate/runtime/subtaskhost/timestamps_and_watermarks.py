@@ -18,7 +18,7 @@ from lockgate.common.clock import processing_time_ms
 from lockgate.common.records import envelope, field, open_envelope
 from lockgate.common.type_conversion import Converter, RecordTypeError
 from lockgate.common.watermark_strategy import LONG_MAX, LONG_MIN
-from lockgate.runtime.source import SplitProgress
+from lockgate.core.source import SplitProgress
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
 from lockgate.runtime.subtaskhost.watermarks import SplitWatermarks, bounded_watermark
 

@@ -16,6 +16,7 @@ from lockgate.common import Encoder
 from lockgate.connectors.file.committable import PartCommittable
 from lockgate.connectors.file.committer import FileCommitter
 from lockgate.connectors.offset_splits import OffsetSplitsState
+from lockgate.core.source import SplitProgress
 from lockgate.datastream import (
     KeyedProcessFunction,
     ProcessWindowFunction,
@@ -26,7 +27,6 @@ from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import SubtaskRestore
-from lockgate.runtime.source import SplitProgress
 from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
 from lockgate.state.snapshot import GroupHandle
 

@@ -27,7 +27,7 @@ def spark_text(error: str, message: str) -> str:
     [
         "lockgate.runtime.errors.UserFunctionError",
         "lockgate.runtime.errors.InjectedFailure",
-        "lockgate.runtime.source.SourceError",
+        "lockgate.core.source.SourceError",
         "lockgate.state.snapshot.SnapshotFormatError",
     ],
 )

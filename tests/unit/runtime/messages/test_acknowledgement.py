@@ -8,8 +8,8 @@ import pytest
 
 from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.core.source import SplitProgress
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
-from lockgate.runtime.source import SplitProgress
 from lockgate.state.manifests import FileHandle, KeyedStateSnapshot, RocksDBManifest
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lockgate.common.records import RecordFormatError
-from lockgate.runtime.source import SplitAssignment, SplitProgress
+from lockgate.core.source import SplitAssignment, SplitProgress
 
 
 def through_json(raw):
