@@ -6,9 +6,11 @@ import re
 
 from lockgate.runtime.errors import JobExecutionError
 
+# lockgate's own errors from tasks, by class name (not module path: modules move): their
+# message names what failed and where, and is shown whole
 _LOCKGATE_ERROR = re.compile(
-    r"lockgate\.(?:runtime\.errors\.(?:UserFunctionError|InjectedFailure)|runtime\.source\.SourceError|"
-    r"state\.snapshot\.SnapshotFormatError): ([^\n]+)"
+    r"lockgate\.[\w.]+\.(?:UserFunctionError|InjectedFailure|SourceError|SnapshotFormatError|"
+    r"JobGraphVersionError): ([^\n]+)"
 )
 
 

@@ -29,6 +29,7 @@ def spark_text(error: str, message: str) -> str:
         "lockgate.runtime.errors.InjectedFailure",
         "lockgate.core.source.SourceError",
         "lockgate.state.snapshot.SnapshotFormatError",
+        "lockgate.graph.shipped_graph.JobGraphVersionError",
     ],
 )
 def test_lockgates_own_errors_are_lifted_out_whole(error):
