@@ -21,8 +21,8 @@ from exactly_once_job import (
 )
 from lockgate_it_support import OpaqueKey
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common import RestartStrategies
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream import KeyedProcessFunction
 from lockgate.datastream.state import ListStateDescriptor
 from lockgate.runtime.errors import JobExecutionError

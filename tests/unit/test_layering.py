@@ -1,11 +1,12 @@
 """Dependencies between lockgate's packages point down only (CONTRIBUTING.md, "Package layout").
 
-Layers, lowest first; a module may import from its own layer and the ones below it. Checkpoint
-storage (the fsspec layer) sits below the state backends, which write through it; the rest of
-``checkpoint`` (metadata, coordinator, registries) sits above them, since it records their
-manifests. The state processor reads and writes checkpoints and savepoints, and no job needs it.
-``core`` (the connector contracts, after flink-core) sits just above ``common``: the graph
-holds sources and sinks, the runtime drives them, connectors implement them.
+Layers, lowest first; a module may import from its own layer and the ones below it. ``core``
+(after flink-core) sits just above ``common``: its connector contracts, since the graph holds
+sources and sinks, the runtime drives them and connectors implement them; its file systems
+(``core.fs``: fsspec, atomic writes), since the state backends and ``checkpoint`` write through
+them. ``checkpoint`` (metadata, coordinator, registries) sits above the state backends, since it
+records their manifests. The state processor reads and writes checkpoints and savepoints, and no
+job needs it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import lockgate
 LAYERS = [
     ("lockgate.common",),
     ("lockgate.core",),
-    ("lockgate.checkpoint.storage",),
     ("lockgate.state",),
     ("lockgate.checkpoint",),
     ("lockgate.state_processor",),
@@ -177,7 +177,8 @@ def test_connector_sides_stay_apart():
 
 
 def test_layer_of():
-    assert layer_of("lockgate.checkpoint.storage") < layer_of("lockgate.state.manifests")
+    assert layer_of("lockgate.core.fs.storage") < layer_of("lockgate.state.manifests")
+    assert layer_of("lockgate.core.fs.storage") < layer_of("lockgate.checkpoint.coordinator")
     assert layer_of("lockgate.state.manifests") < layer_of("lockgate.checkpoint.metadata")
     assert layer_of("lockgate.checkpoint.savepoint") < layer_of("lockgate.state_processor.errors")
     assert layer_of("lockgate.state_processor") < layer_of("lockgate.runtime")

@@ -1,1 +1,2 @@
-"""Checkpoint storage and (in later parts) the checkpoint coordinator and savepoints."""
+"""Checkpoints: the ``_metadata`` format, the coordinator and retained checkpoints, savepoints,
+the shared-state registry, and the assignment of state to subtasks on a restore."""

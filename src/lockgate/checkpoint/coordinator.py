@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from lockgate.checkpoint import metadata
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState
-from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.core.fs.storage import Storage, read_url
 
 
 @dataclass

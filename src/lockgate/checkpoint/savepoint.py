@@ -22,7 +22,7 @@ from lockgate.checkpoint.coordinator import (
     with_absolute_files,
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError, CheckpointMetadata
-from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.core.fs.storage import Storage, read_url
 
 METADATA = "_metadata"
 

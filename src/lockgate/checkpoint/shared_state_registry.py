@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 
 
 class SharedStateRegistry:

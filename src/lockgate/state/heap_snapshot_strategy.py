@@ -3,7 +3,7 @@ file (``state.snapshot`` format); a restore reads the key groups its manifest li
 
 from __future__ import annotations
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.state import snapshot
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.keyed_subtask import KeyedSubtask

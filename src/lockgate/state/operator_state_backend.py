@@ -9,7 +9,7 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.state import operator_state_handle as handles
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
 from lockgate.state.interfaces import BroadcastState, ListState, ReadOnlyBroadcastState

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
-from lockgate.checkpoint.storage import read_url
 from lockgate.common.records import RecordFormatError, field
+from lockgate.core.fs.storage import read_url
 
 MAGIC = b"LGOS"
 SPLIT_DISTRIBUTE = "split"  # get_list_state: the elements are spread over the subtasks

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lockgate.checkpoint.storage import Storage, download_url
+from lockgate.core.fs.storage import Storage, download_url
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.keyed_subtask import KeyedSubtask

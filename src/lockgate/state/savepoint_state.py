@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Protocol
 
-from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.core.fs.storage import Storage, read_url
 from lockgate.state import canonical_snapshot, snapshot
 from lockgate.state.canonical_snapshot import CanonicalKeyError, GroupWriter
 from lockgate.state.key_groups import KeyGroupRange

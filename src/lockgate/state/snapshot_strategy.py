@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy

@@ -30,8 +30,8 @@ from pyspark.sql import types as T
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState, OperatorSubtaskState
 from lockgate.checkpoint.operator_state_repartitioner import split_state, state_modes
 from lockgate.checkpoint.savepoint import complete_savepoint
-from lockgate.checkpoint.storage import Storage, read_url
 from lockgate.common.clock import processing_time_ms
+from lockgate.core.fs.storage import Storage, read_url
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
 from lockgate.state.key_groups import (
     UPPER_BOUND_MAX_PARALLELISM,

@@ -15,7 +15,7 @@ from lockgate.checkpoint.coordinator import (
     load_checkpoint,
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError, OperatorState, OperatorSubtaskState
-from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.core.fs.storage import Storage, read_url
 from lockgate.state.manifests import HeapManifest
 from lockgate.state.snapshot import GroupHandle
 

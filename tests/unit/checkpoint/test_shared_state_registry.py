@@ -4,7 +4,7 @@ checkpoint names it, and only the job's own files are ever deleted."""
 from __future__ import annotations
 
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 
 
 def setup(tmp_path, *names):

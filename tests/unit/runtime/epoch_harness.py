@@ -24,8 +24,8 @@ from typing import Any
 from fsspec.core import url_to_fs
 from pyspark import cloudpickle
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.state import ValueStateDescriptor
 from lockgate.graph.job_graph import build_job_graph

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common import Time
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream.state import StateTtlConfig
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from lockgate.state.operator_state_backend import OperatorStateBackend, ReadOnlyView

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.state import canonical_snapshot, savepoint_state, snapshot
 from lockgate.state.manifests import CanonicalManifest
 from lockgate.state.snapshot import SnapshotFormatError

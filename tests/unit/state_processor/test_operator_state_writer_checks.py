@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState, OperatorSubtaskState
-from lockgate.checkpoint.storage import Storage
 from lockgate.common import Time
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream.state import StateTtlConfig
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from lockgate.state.manifests import CanonicalManifest

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.core.fs.storage import Storage
 from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name

@@ -18,8 +18,8 @@ from lockgate.checkpoint.coordinator import (
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError
 from lockgate.checkpoint.savepoint import is_checkpoint_path, load_snapshot
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.core.fs.storage import Storage
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.job_context import JobContext

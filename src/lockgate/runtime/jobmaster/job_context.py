@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
 from lockgate.runtime.jobmaster.failure_injector import FailureInjector

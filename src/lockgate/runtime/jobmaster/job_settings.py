@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lockgate.checkpoint.coordinator import CheckpointSettings
-from lockgate.checkpoint.storage import is_writable
 from lockgate.common import config_options as options
+from lockgate.core.fs.storage import is_writable
 from lockgate.runtime.jobmaster.restart import RestartStrategy, restart_strategy
 from lockgate.runtime.jobmaster.spark_session import is_local_master
 from lockgate.runtime.messages.task_deployment import BatchBounds

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from lockgate.checkpoint.metadata import CheckpointMetadata
 from lockgate.checkpoint.savepoint import complete_savepoint, new_savepoint_directory
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 

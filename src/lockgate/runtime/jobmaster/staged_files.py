@@ -22,8 +22,8 @@ from collections.abc import Iterable
 
 from fsspec.core import url_to_fs
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.core.fs.storage import Storage
 from lockgate.runtime.messages.staged_files import StagedFiles
 
 ZOMBIE_EPOCHS = 2

@@ -23,9 +23,9 @@ from py4j.protocol import Py4JError
 from pyspark import SparkContext
 from pyspark.errors import PySparkException
 
-from lockgate.checkpoint.storage import Storage, read_url
 from lockgate.common import config_options as options
 from lockgate.common.config_options import ConfigurationError
+from lockgate.core.fs.storage import Storage, read_url
 from lockgate.runtime.jobmaster.executors import Executor, located_rdd, wait_for_executors
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.messages.storage_probe import (

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage, read_url
+from lockgate.core.fs.storage import Storage, read_url
 from lockgate.runtime.messages.storage_probe import (
     DRIVER_FILE,
     READ,

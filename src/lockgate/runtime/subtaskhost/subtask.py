@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from pickle import loads
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.output_tag import OutputTag
 from lockgate.common.type_conversion import (
     Converter,
@@ -21,6 +20,7 @@ from lockgate.common.type_conversion import (
     source_converter,
 )
 from lockgate.common.watermark_strategy import LONG_MAX, LONG_MIN
+from lockgate.core.fs.storage import Storage
 from lockgate.graph.job_graph import JobEdge, JobGraph, JobVertex, StreamEdge, StreamNode
 from lockgate.graph.transformations import PartitioningKind
 from lockgate.runtime.messages.task_deployment import BatchBounds, SubtaskRestore

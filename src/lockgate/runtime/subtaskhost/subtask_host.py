@@ -19,8 +19,8 @@ from collections.abc import Callable
 from itertools import islice
 from pickle import loads
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.clock import processing_time_ms
+from lockgate.core.fs.storage import Storage
 from lockgate.core.source import SplitAssignment, SplitProgress
 from lockgate.graph.shipped_graph import read_shipped
 from lockgate.runtime.errors import InjectedFailure

@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark import TaskContext
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.state.canonical_snapshot import GroupWriter, decode_sub, read_entries, shape
 from lockgate.state.key_codec import (
     NonPortableKeyError,

@@ -24,7 +24,7 @@ from typing import Any
 
 from pyspark import TaskContext
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.state.key_codec import decode_key, encode_key
 from lockgate.state.operator_state_handle import (
     BROADCAST,

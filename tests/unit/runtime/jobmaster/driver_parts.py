@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common import Encoder, WatermarkStrategy
 from lockgate.common.time import Duration
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.datastream.connectors.file_system import FileSink, FileSource, StreamFormat
 from lockgate.graph.job_graph import build_job_graph

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from lockgate.graph.job_graph import build_job_graph
 from lockgate.runtime.errors import JobExecutionError

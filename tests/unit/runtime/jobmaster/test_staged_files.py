@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.core.fs.storage import Storage
 from lockgate.runtime.jobmaster.staged_files import ZOMBIE_EPOCHS, StagedFilesRegistry
 from lockgate.runtime.messages.staged_files import StagedFiles
 from lockgate.runtime.subtaskhost.staging_log import StagingLog

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.records import RecordFormatError
+from lockgate.core.fs.storage import Storage
 from lockgate.core.source import SplitProgress
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
 from lockgate.state.manifests import FileHandle, KeyedStateSnapshot, RocksDBManifest

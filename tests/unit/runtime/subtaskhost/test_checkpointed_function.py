@@ -3,7 +3,7 @@ with its restored operator state and keyed state store; ``snapshot_state`` into 
 
 from __future__ import annotations
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream import CheckpointedFunction, MapFunction
 from lockgate.runtime.subtaskhost.context import RecordTimestamp, SubtaskRuntimeContext
 from lockgate.runtime.subtaskhost.operators import MapOperator, OperatorContext

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.time import Duration
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,

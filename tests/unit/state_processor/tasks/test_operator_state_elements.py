@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import Row as SparkRow
 
 from lockgate.checkpoint.operator_state_repartitioner import repartition
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.types import Row
+from lockgate.core.fs.storage import Storage
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor
 from lockgate.state.operator_state_backend import OperatorStateBackend
 from lockgate.state.operator_state_handle import (

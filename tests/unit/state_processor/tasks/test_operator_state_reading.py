@@ -14,8 +14,8 @@ from lockgate.checkpoint.metadata import (
     OperatorState,
     OperatorSubtaskState,
 )
-from lockgate.checkpoint.storage import Storage
 from lockgate.common.types import Row
+from lockgate.core.fs.storage import Storage
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from lockgate.state.manifests import CanonicalManifest
 from lockgate.state.operator_state_backend import OperatorStateBackend

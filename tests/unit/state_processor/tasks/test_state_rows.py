@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import Row as SparkRow
 from state_files_fixture import KEYS, MAX_P, NOW, RANGE, WRITERS, files, group_of, subtask
 
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs.storage import Storage
 from lockgate.state.canonical_snapshot import CanonicalKeyError
 from lockgate.state.descriptors import ValueStateDescriptor
 from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from lockgate.checkpoint.storage import Storage, is_writable, read_url
+from lockgate.core.fs.storage import Storage, is_writable, read_url
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from lockgate.checkpoint import storage as storage_module
-from lockgate.checkpoint.storage import Storage
+from lockgate.core.fs import storage as storage_module
+from lockgate.core.fs.storage import Storage
 
 
 @pytest.fixture
