@@ -23,7 +23,7 @@ from lockgate.state.interfaces import (
     ValueState,
 )
 from lockgate.state.operator_state_backend import OperatorStateBackend
-from lockgate.state.ttl import StateTtlConfig
+from lockgate.state.ttl_config import StateTtlConfig
 
 
 class OperatorStateStore(ABC):

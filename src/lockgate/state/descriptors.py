@@ -7,10 +7,9 @@ so that state backends do not depend on the API layer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from lockgate.state.ttl import StateTtlConfig
+from lockgate.state.ttl_config import StateTtlConfig
 
 
 class StateDescriptor:
@@ -29,8 +28,6 @@ class StateDescriptor:
     def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
         """Let the state's values expire (``StateTtlConfig``): expired values become
         invisible (or visible until cleaned up, as configured) and are cleaned up."""
-        from lockgate.state.ttl import StateTtlConfig  # ttl imports this module
-
         if not isinstance(ttl_config, StateTtlConfig):
             raise TypeError(
                 f"state {self.name!r}: enable_time_to_live needs a StateTtlConfig, "
