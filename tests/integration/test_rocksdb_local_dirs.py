@@ -22,7 +22,7 @@ pytestmark = pytest.mark.parametrize("backend", ["rocksdb"])
 LOCALDIR = "state.backend.rocksdb.localdir"
 PER_EPOCH = 20
 EPOCHS = 6
-SNAPSHOTS_KEPT = 3  # local snapshots per subtask (keyed_state._LOCAL_SNAPSHOTS_KEPT)
+SNAPSHOTS_KEPT = 3  # local snapshots per subtask (state.rocksdb.LOCAL_SNAPSHOTS_KEPT)
 
 
 class CountAndLook(KeyedProcessFunction):

@@ -12,6 +12,8 @@ from itertools import islice
 from typing import Any
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.core.fs.storage import Storage
+from lockgate.state import snapshot
 from lockgate.state.canonical_snapshot import GroupWriter, read_contents, write_contents
 from lockgate.state.descriptors import (
     AggregatingStateDescriptor,
@@ -29,8 +31,11 @@ from lockgate.state.interfaces import (
     State,
     ValueState,
 )
-from lockgate.state.key_groups import NO_KEY_GROUP, KeyGroupRange, foreign_key_group
-from lockgate.state.namespaces import NAMESPACED, NamespaceMerging, namespaced_kind
+from lockgate.state.key_groups import KeyGroupRange, foreign_key_group
+from lockgate.state.keyed_backend import KeyContext, kind_mismatch
+from lockgate.state.keyed_subtask import KeyedSubtask
+from lockgate.state.manifests import HeapManifest, KeyedStateSnapshot
+from lockgate.state.namespaces import NamespaceMerging, namespaced_kind
 from lockgate.state.timer_queues import TIMERS_KIND, HeapTimerQueue
 from lockgate.state.ttl import (
     TtlSettings,
@@ -55,16 +60,6 @@ class _KeyGroupTables(dict[int, dict[Any, Any]]):
 
     def __missing__(self, key_group: int) -> dict[Any, Any]:
         raise foreign_key_group(key_group, self.key_groups)
-
-
-class KeyContext:
-    """The key being processed; states read it on every access."""
-
-    __slots__ = ("group", "key")
-
-    def __init__(self) -> None:
-        self.key: Any = None
-        self.group = NO_KEY_GROUP  # key group of the key
 
 
 class _HeapState:
@@ -278,18 +273,6 @@ def _create_state(
     if isinstance(descriptor, AggregatingStateDescriptor):
         return HeapAggregatingState(groups, ctx, dirty, descriptor.agg_function)
     raise TypeError(f"unsupported state descriptor {descriptor!r}")
-
-
-def kind_mismatch(name: str, known_kind: str, kind: str) -> ValueError:
-    hint = ""
-    if known_kind.startswith("ttl-") != kind.startswith("ttl-"):
-        hint = " (state TTL cannot be turned on or off for an existing state)"
-    elif known_kind.endswith(NAMESPACED) != kind.endswith(NAMESPACED):
-        hint = " (a state is kept per window or per key, not both: give each its own name)"
-    return ValueError(
-        f"state {name!r} was registered as {known_kind} state and cannot be used as "
-        f"{kind} state{hint}"
-    )
 
 
 def _without_ttl(descriptor: StateDescriptor) -> StateDescriptor:
@@ -520,3 +503,28 @@ class HeapKeyedStateBackend:
 
     def num_entries(self) -> int:
         return sum(len(group) for groups in self._tables.values() for group in groups.values())
+
+    def snapshot(
+        self, subtask: KeyedSubtask, storage: Storage, tag: str, checkpoint: bool
+    ) -> KeyedStateSnapshot:
+        """Write the key groups that changed since the last snapshot into one file
+        (``state.snapshot`` format) under ``storage``, named by ``tag``; a restore reads the
+        key groups its manifest lists (``heap_restore``). Checkpoint or not, the same."""
+        changed = self.take_dirty_groups()
+        groups: dict[int, snapshot.GroupHandle] = {}
+        written = 0
+        if changed:
+            data, positions = snapshot.encode(
+                self.kinds, {kg: self.group_contents(kg) for kg in changed}
+            )
+            relative = f"{subtask.uid}/{subtask.index}/{tag}.lgks"
+            storage.write_bytes(relative, data)
+            url = storage.url_of(relative)
+            groups = {kg: snapshot.GroupHandle(url, *positions[kg]) for kg in changed}
+            written = len(data)
+        return KeyedStateSnapshot(
+            HeapManifest(dict(self.kinds), groups), written, self.num_entries()
+        )
+
+    def dispose(self) -> None:
+        """Nothing to release: the state is Python objects."""

@@ -31,6 +31,7 @@ from typing import Any
 import rocksdict
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.core.fs.storage import Storage
 from lockgate.state.canonical_snapshot import (
     GroupWriter,
     decode_sub,
@@ -46,7 +47,6 @@ from lockgate.state.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from lockgate.state.heap import KeyContext, kind_mismatch
 from lockgate.state.interfaces import (
     AggregatingState,
     ListState,
@@ -57,6 +57,9 @@ from lockgate.state.interfaces import (
 )
 from lockgate.state.key_codec import decode_key, decode_key_prefix, encode_key, encode_namespace
 from lockgate.state.key_groups import NO_KEY_GROUP, KeyGroupRange, foreign_key_group
+from lockgate.state.keyed_backend import KeyContext, kind_mismatch
+from lockgate.state.keyed_subtask import KeyedSubtask
+from lockgate.state.manifests import FileHandle, KeyedStateSnapshot, RocksDBManifest
 from lockgate.state.namespaces import NamespaceMerging, namespaced_kind
 from lockgate.state.timer_queues import (
     TIMERS_KIND,
@@ -81,6 +84,9 @@ _PAIR_HEAD = len(encode_key((0, 0))) - 2 * len(encode_key(0))
 # their own (1, whose registry key had no suffix, pickled them).
 _REGISTRY_KEY = b"\xff\xff" + b"lockgate-state-registry-2"
 _OLDER_REGISTRY_KEYS = {b"\xff\xff" + b"lockgate-state-registry": "1"}
+# In a local snapshot (snap-<tag>, next to the instance): file name -> URL in storage
+UPLOADED_INDEX = "lockgate-uploaded.json"
+LOCAL_SNAPSHOTS_KEPT = 3
 
 
 class StateBackendError(RuntimeError):
@@ -407,12 +413,14 @@ class RocksDBKeyedStateBackend:
         path: str,
         settings: RocksDBSettings,
         *,
+        incremental: bool = False,
         ttl_clock: Callable[[], int] | None = None,
     ):
         self.key_groups = key_groups
         self.max_parallelism = max_parallelism
         self.path = path
         self.settings = settings
+        self.incremental = incremental  # checkpoints share SST files with earlier ones
         self.ctx = KeyContext()
         self.ns_ctx = KeyContext()  # of namespaced states: its key is (key, namespace)
         self.db = open_instance(path, settings)
@@ -554,6 +562,49 @@ class RocksDBKeyedStateBackend:
         shutil.rmtree(directory, ignore_errors=True)
         rocksdict.Checkpoint(self.db).create_checkpoint(directory)
         return sorted(os.listdir(directory))
+
+    def snapshot(
+        self, subtask: KeyedSubtask, storage: Storage, tag: str, checkpoint: bool
+    ) -> KeyedStateSnapshot:
+        """Checkpoint the instance on local disk (``snap-<tag>`` next to it, SSTs
+        hard-linked) and upload the files that storage does not hold yet; a restore builds a
+        new instance from such a local snapshot when this executor has one with the files
+        (``rocksdb_restore``). A checkpoint that is not incremental holds its own copy of
+        every file."""
+        subtask_dir = os.path.dirname(self.path)
+        snap_dir = f"{subtask_dir}/snap-{tag}"
+        names = [name for name in self.checkpoint_to(snap_dir) if not name.endswith(".log")]
+        # (The WAL is off and the memtable was flushed: the log is empty.) SST names are
+        # never reused, so a file compaction removed is gone for good: forget its upload.
+        present = set(names)
+        self.uploaded = {n: u for n, u in self.uploaded.items() if n in present}
+        # A full (non-incremental) checkpoint holds its own copy of every file.
+        fresh = checkpoint and not self.incremental
+        files: dict[str, FileHandle] = {}
+        written = 0
+        prefix = f"{subtask.uid}/{subtask.index}"
+        for name in names:
+            local_path = f"{snap_dir}/{name}"
+            size = os.path.getsize(local_path)
+            url = None if fresh else self.uploaded.get(name)
+            if url is None:
+                if name.endswith(".sst"):
+                    suffix = f"-{tag}" if fresh else ""
+                    relative = f"{prefix}/{self.instance_id}-{name}{suffix}"
+                else:
+                    relative = f"{prefix}/{tag}/{name}"
+                storage.put_file(local_path, relative)
+                url = storage.url_of(relative)
+                written += size
+                if name.endswith(".sst"):
+                    self.uploaded[name] = url
+            files[name] = FileHandle(url, size)
+        with open(f"{snap_dir}/{UPLOADED_INDEX}", "w") as index_file:
+            json.dump({name: handle.url for name, handle in files.items()}, index_file)
+        _drop_old_snapshots(subtask_dir, keep=snap_dir)
+        return KeyedStateSnapshot(
+            RocksDBManifest(dict(self.kinds), files, tag), written, self.num_entries()
+        )
 
     def end_epoch(self, records: int = 0) -> None:
         """TTL cleanup, once per epoch before the snapshot.
@@ -730,3 +781,13 @@ class RocksDBKeyedStateBackend:
             with suppress(Exception):  # close() flushes, which a cancelled instance refuses
                 db.close()
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _drop_old_snapshots(subtask_dir: str, keep: str) -> None:
+    snaps = sorted(
+        (e for e in os.scandir(subtask_dir) if e.name.startswith("snap-")),
+        key=lambda e: e.stat().st_mtime_ns,
+    )
+    for entry in snaps[:-LOCAL_SNAPSHOTS_KEPT]:
+        if entry.path != keep:
+            shutil.rmtree(entry.path, ignore_errors=True)

@@ -6,27 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
-from typing import Protocol
 
 from lockgate.core.fs.storage import Storage, read_url
 from lockgate.state import canonical_snapshot, snapshot
 from lockgate.state.canonical_snapshot import CanonicalKeyError, GroupWriter
-from lockgate.state.key_groups import KeyGroupRange
+from lockgate.state.keyed_backend import KeyedStateBackend
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import CanonicalManifest, KeyGroupsManifest
-
-
-class CanonicalBackend(Protocol):
-    """What both keyed backends offer for the canonical form."""
-
-    key_groups: KeyGroupRange
-
-    @property
-    def kinds(self) -> dict[str, str]: ...
-
-    def export_group(self, key_group: int, writer: GroupWriter) -> None: ...
-
-    def import_group(self, key_group: int, blob: bytes) -> None: ...
 
 
 def group_blobs(manifest: KeyGroupsManifest, magic: bytes) -> Iterator[tuple[int, bytes]]:
@@ -45,13 +31,13 @@ def group_blobs(manifest: KeyGroupsManifest, magic: bytes) -> Iterator[tuple[int
             yield key_group, snapshot.group_blob(data, handle, key_group, url, start)
 
 
-def restore_canonical(backend: CanonicalBackend, manifest: CanonicalManifest) -> None:
+def restore_canonical(backend: KeyedStateBackend, manifest: CanonicalManifest) -> None:
     for key_group, blob in group_blobs(manifest, canonical_snapshot.MAGIC):
         backend.import_group(key_group, blob)
 
 
 def write_savepoint_state(
-    backend: CanonicalBackend, subtask: KeyedSubtask, storage: Storage, relative: str
+    backend: KeyedStateBackend, subtask: KeyedSubtask, storage: Storage, relative: str
 ) -> CanonicalManifest:
     """Write every key group of ``backend`` to ``relative`` under ``storage`` (a savepoint's
     directory) and return the manifest, with ``relative`` as the file's name."""
@@ -60,7 +46,7 @@ def write_savepoint_state(
 
 
 def export_groups(
-    backend: CanonicalBackend, key_groups: Iterable[int], subtask: KeyedSubtask
+    backend: KeyedStateBackend, key_groups: Iterable[int], subtask: KeyedSubtask
 ) -> Iterator[tuple[int, bytes]]:
     """(key group, canonical blob) of each of ``key_groups`` that has entries, in order; a
     key without a portable encoding fails naming ``subtask``."""

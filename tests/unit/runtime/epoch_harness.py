@@ -43,8 +43,8 @@ from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_for_hash, key_group_range
 from lockgate.state.key_hash import stable_key_hash
 from lockgate.state.keyed_subtask import KeyedSubtask
+from lockgate.state.restore_operation import restore_operation
 from lockgate.state.rocksdb import RocksDBSettings
-from lockgate.state.snapshot_strategy import snapshot_strategy
 
 ROCKSDB = manifests.ROCKSDB
 HASHMAP = manifests.HASHMAP
@@ -341,7 +341,7 @@ class Cluster:
         subtask = KeyedSubtask(
             vertex.head.uid, vertex.name, 0, f"op{vertex.id}-0", key_groups, vertex.max_parallelism
         )
-        backend = snapshot_strategy(self.settings("reader")).restore(subtask, saved.keyed, True)
+        backend = restore_operation(self.settings("reader")).restore(subtask, saved.keyed, True)
         try:
             state = backend.get_state(COUNT)
             counts = {}

@@ -50,13 +50,13 @@ from lockgate.runtime.subtaskhost.timestamps_and_watermarks import (
 from lockgate.runtime.subtaskhost.watermarks import ChannelEnd, combine
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.key_groups import key_group_range
+from lockgate.state.keyed_backend import KeyedStateBackend
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
 from lockgate.state.operator_state_backend import OperatorStateBackend
 from lockgate.state.operator_state_handle import OperatorStateHandle
-from lockgate.state.rocksdb import RocksDBKeyedStateBackend
+from lockgate.state.restore_operation import restore_operation
 from lockgate.state.savepoint_state import write_savepoint_state
-from lockgate.state.snapshot_strategy import KeyedStateBackend, snapshot_strategy
 
 # Takes one shuffled batch to the head operator; returns the number of records in it.
 BatchConsumer = Callable[[Any], int]
@@ -197,7 +197,6 @@ class Subtask:
         self.epoch = 0
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
         self.outbox: list[Any] = []
-        self.strategy = snapshot_strategy(keyed_state)
         self.batch_bounds = batch_bounds
         self.backend: KeyedStateBackend | None = None
         self.restore = restore
@@ -211,7 +210,9 @@ class Subtask:
             head.max_parallelism,
         )
         if vertex.keyed:
-            self.backend = self.strategy.restore(self.keyed_subtask, restore.keyed, restore.claimed)
+            self.backend = restore_operation(keyed_state).restore(
+                self.keyed_subtask, restore.keyed, restore.claimed
+            )
         try:
             self._build_chain(vertex, attempt)
         except BaseException:
@@ -500,7 +501,7 @@ class Subtask:
         """Persist the keyed state of this epoch; return what the ack reports of it."""
         if self.backend is None:
             return None
-        return self.strategy.snapshot(self.backend, self.keyed_subtask, storage, tag, checkpoint)
+        return self.backend.snapshot(self.keyed_subtask, storage, tag, checkpoint)
 
     def savepoint_state(self, storage: Storage, tag: str) -> CanonicalManifest | None:
         """Write the keyed state in canonical form into a savepoint's directory (``storage``),
@@ -512,7 +513,7 @@ class Subtask:
 
     def dispose(self) -> None:
         """Release what the subtask holds outside the Python heap (a RocksDB instance)."""
-        if isinstance(self.backend, RocksDBKeyedStateBackend):
+        if self.backend is not None:
             self.backend.dispose()
 
     def notify_checkpoint_complete(self, epoch: int) -> None:

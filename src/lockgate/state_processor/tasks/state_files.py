@@ -3,7 +3,7 @@ backend wrote it.
 
 A savepoint's canonical files are read as they are. Any other manifest is restored into the
 backend that wrote it, for the subtask's key-group range, by that backend's own restore
-(``SnapshotStrategy.restore``: a heap checkpoint into dicts, a RocksDB checkpoint into an
+(``RestoreOperation.restore``: a heap checkpoint into dicts, a RocksDB checkpoint into an
 instance in a temporary directory that the task deletes), and each key group is exported
 with ``export_group``: the formats have one decoder each, the backends'.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from lockgate.state import canonical_snapshot
 from lockgate.state.backend_settings import KeyedStateSettings
-from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy
+from lockgate.state.heap_restore import HeapRestoreOperation
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import (
     ROCKSDB,
@@ -25,7 +25,7 @@ from lockgate.state.manifests import (
     KeyedStateManifest,
 )
 from lockgate.state.rocksdb import RocksDBSettings
-from lockgate.state.rocksdb_snapshot_strategy import RocksDBSnapshotStrategy
+from lockgate.state.rocksdb_restore import RocksDBRestoreOperation
 from lockgate.state.savepoint_state import export_groups, group_blobs
 from lockgate.state_processor.task_records import SubtaskFiles
 
@@ -46,7 +46,7 @@ def canonical_groups(files: SubtaskFiles) -> Iterator[tuple[int, bytes]]:
         files.max_parallelism,
     )
     if isinstance(manifest, HeapManifest):
-        heap = HeapSnapshotStrategy().restore(subtask, manifest, claimed=True)
+        heap = HeapRestoreOperation().restore(subtask, manifest, claimed=True)
         yield from export_groups(heap, manifest.groups, subtask)
     else:  # a RocksDB instance, or the parts of several (a restore at another parallelism)
         yield from _rocksdb_groups(subtask, manifest)
@@ -60,7 +60,7 @@ def _rocksdb_groups(
         settings = KeyedStateSettings(
             ROCKSDB, "state-processor", False, (local,), RocksDBSettings()
         )
-        backend = RocksDBSnapshotStrategy(settings).restore(subtask, manifest, claimed=True)
+        backend = RocksDBRestoreOperation(settings).restore(subtask, manifest, claimed=True)
         try:
             yield from export_groups(backend, subtask.key_groups, subtask)
         finally:

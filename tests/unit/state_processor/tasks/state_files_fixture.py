@@ -19,13 +19,13 @@ from lockgate.datastream.state import (
 )
 from lockgate.datastream.window import TimeWindow
 from lockgate.state.backend_settings import KeyedStateSettings
-from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy
+from lockgate.state.heap_restore import HeapRestoreOperation
 from lockgate.state.key_groups import KeyGroupRange, key_group_for_hash
 from lockgate.state.key_hash import stable_key_hash
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import ROCKSDB, KeyedStateManifest
 from lockgate.state.rocksdb import RocksDBSettings
-from lockgate.state.rocksdb_snapshot_strategy import RocksDBSnapshotStrategy
+from lockgate.state.rocksdb_restore import RocksDBRestoreOperation
 from lockgate.state.savepoint_state import write_savepoint_state
 from lockgate.state_processor.task_records import SubtaskFiles
 
@@ -93,28 +93,26 @@ def files(manifest: KeyedStateManifest, uid: str = "op") -> SubtaskFiles:
 
 
 def heap_checkpoint(root: Path) -> SubtaskFiles:
-    strategy = HeapSnapshotStrategy()
-    backend = strategy.restore(subtask(), None, True)
+    backend = HeapRestoreOperation().restore(subtask(), None, True)
     fill(backend)
-    snapshot = strategy.snapshot(backend, subtask(), Storage(str(root)), "t1", True)
+    snapshot = backend.snapshot(subtask(), Storage(str(root)), "t1", True)
     return files(snapshot.changes)
 
 
 def rocksdb_checkpoint(root: Path) -> SubtaskFiles:
     settings = KeyedStateSettings(ROCKSDB, "job", False, (str(root / "local"),), RocksDBSettings())
-    strategy = RocksDBSnapshotStrategy(settings)
-    backend = strategy.restore(subtask(), None, True)
+    backend = RocksDBRestoreOperation(settings).restore(subtask(), None, True)
     try:
         fill(backend)
         backend.write_back()
-        snapshot = strategy.snapshot(backend, subtask(), Storage(str(root / "chk")), "t1", True)
+        snapshot = backend.snapshot(subtask(), Storage(str(root / "chk")), "t1", True)
     finally:
         backend.dispose()
     return files(snapshot.changes)
 
 
 def savepoint(root: Path) -> SubtaskFiles:
-    backend = HeapSnapshotStrategy().restore(subtask(), None, True)
+    backend = HeapRestoreOperation().restore(subtask(), None, True)
     fill(backend)
     storage = Storage(str(root))
     manifest = write_savepoint_state(backend, subtask(), storage, "op/0.lgcs")

@@ -12,7 +12,7 @@ from state_files_fixture import KEYS, MAX_P, NOW, RANGE, WRITERS, files, group_o
 from lockgate.core.fs.storage import Storage
 from lockgate.state.canonical_snapshot import CanonicalKeyError
 from lockgate.state.descriptors import ValueStateDescriptor
-from lockgate.state.heap_snapshot_strategy import HeapSnapshotStrategy
+from lockgate.state.heap_restore import HeapRestoreOperation
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.manifests import CanonicalManifest, HeapManifest, RocksDBRescaleManifest
 from lockgate.state.snapshot import GroupHandle
@@ -137,10 +137,9 @@ class Opaque:
 
 
 def test_a_checkpoint_key_without_a_portable_encoding_fails_naming_the_operator(tmp_path):
-    strategy = HeapSnapshotStrategy()
-    backend = strategy.restore(subtask("opaque-counts"), None, True)
+    backend = HeapRestoreOperation().restore(subtask("opaque-counts"), None, True)
     backend.set_current_key(RANGE.start, Opaque(1))
     backend.get_state(ValueStateDescriptor("count")).update(1)
-    snapshot = strategy.snapshot(backend, subtask(), Storage(str(tmp_path)), "t1", True)
+    snapshot = backend.snapshot(subtask(), Storage(str(tmp_path)), "t1", True)
     with pytest.raises(CanonicalKeyError, match=r"uid 'opaque-counts'.*state 'count'.*Opaque"):
         list(canonical_groups(files(snapshot.changes, uid="opaque-counts")))

@@ -1,9 +1,7 @@
-"""The RocksDB backend's snapshots and restores.
-
-After every epoch the instance is checkpointed on local disk (``snap-<tag>``, SSTs
-hard-linked) and the SST files that storage does not hold yet are uploaded; a restore builds
-a new instance from a local snapshot when this executor has one with the files, and
-downloads only what it lacks otherwise.
+"""The RocksDB backend's restore: a new instance from a local snapshot of this executor when
+it has one with the files (``RocksDBKeyedStateBackend.snapshot`` leaves them, ``snap-<tag>``),
+else with what it lacks downloaded from storage; at another parallelism, from the instances of
+the old subtasks whose key groups it takes; or filled from canonical files (savepoints).
 """
 
 from __future__ import annotations
@@ -15,26 +13,20 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lockgate.core.fs.storage import Storage, download_url
+from lockgate.core.fs.storage import download_url
 from lockgate.state.backend_settings import KeyedStateSettings
-from lockgate.state.heap import HeapKeyedStateBackend
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import (
     CanonicalManifest,
-    FileHandle,
     KeyedStateManifest,
-    KeyedStateSnapshot,
     RocksDBManifest,
     RocksDBRescaleManifest,
 )
-from lockgate.state.rocksdb import RocksDBKeyedStateBackend, StateBackendError
+from lockgate.state.rocksdb import UPLOADED_INDEX, RocksDBKeyedStateBackend, StateBackendError
 from lockgate.state.savepoint_state import restore_canonical
 
-_UPLOADED = "lockgate-uploaded.json"  # in a local snapshot: file name -> URL in storage
-LOCAL_SNAPSHOTS_KEPT = 3
 
-
-class RocksDBSnapshotStrategy:
+class RocksDBRestoreOperation:
     def __init__(self, settings: KeyedStateSettings):
         self.settings = settings
 
@@ -70,7 +62,11 @@ class RocksDBSnapshotStrategy:
 
     def _open(self, subtask: KeyedSubtask, path: str) -> RocksDBKeyedStateBackend:
         return RocksDBKeyedStateBackend(
-            subtask.key_groups, subtask.max_parallelism, path, self.settings.rocksdb
+            subtask.key_groups,
+            subtask.max_parallelism,
+            path,
+            self.settings.rocksdb,
+            incremental=self.settings.incremental,
         )
 
     def _rescale(
@@ -107,51 +103,6 @@ class RocksDBSnapshotStrategy:
                 finally:
                     source.dispose()
         return backend
-
-    def snapshot(
-        self,
-        backend: HeapKeyedStateBackend | RocksDBKeyedStateBackend,
-        subtask: KeyedSubtask,
-        storage: Storage,
-        tag: str,
-        checkpoint: bool,
-    ) -> KeyedStateSnapshot:
-        if not isinstance(backend, RocksDBKeyedStateBackend):
-            raise TypeError(f"{subtask.describe()}: not a RocksDB backend: {backend!r}")
-        subtask_dir = os.path.dirname(backend.path)
-        snap_dir = f"{subtask_dir}/snap-{tag}"
-        names = [name for name in backend.checkpoint_to(snap_dir) if not name.endswith(".log")]
-        # (The WAL is off and the memtable was flushed: the log is empty.) SST names are
-        # never reused, so a file compaction removed is gone for good: forget its upload.
-        present = set(names)
-        backend.uploaded = {n: u for n, u in backend.uploaded.items() if n in present}
-        # A full (non-incremental) checkpoint holds its own copy of every file.
-        fresh = checkpoint and not self.settings.incremental
-        files: dict[str, FileHandle] = {}
-        written = 0
-        prefix = f"{subtask.uid}/{subtask.index}"
-        for name in names:
-            local_path = f"{snap_dir}/{name}"
-            size = os.path.getsize(local_path)
-            url = None if fresh else backend.uploaded.get(name)
-            if url is None:
-                if name.endswith(".sst"):
-                    suffix = f"-{tag}" if fresh else ""
-                    relative = f"{prefix}/{backend.instance_id}-{name}{suffix}"
-                else:
-                    relative = f"{prefix}/{tag}/{name}"
-                storage.put_file(local_path, relative)
-                url = storage.url_of(relative)
-                written += size
-                if name.endswith(".sst"):
-                    backend.uploaded[name] = url
-            files[name] = FileHandle(url, size)
-        with open(f"{snap_dir}/{_UPLOADED}", "w") as index_file:
-            json.dump({name: handle.url for name, handle in files.items()}, index_file)
-        _drop_old_snapshots(subtask_dir, keep=snap_dir)
-        return KeyedStateSnapshot(
-            RocksDBManifest(dict(backend.kinds), files, tag), written, backend.num_entries()
-        )
 
 
 @contextmanager
@@ -208,20 +159,10 @@ def _local_files(subtask_dir: str) -> dict[str, str]:
         if not entry.name.startswith("snap-"):
             continue
         try:
-            with open(f"{entry.path}/{_UPLOADED}") as index_file:
+            with open(f"{entry.path}/{UPLOADED_INDEX}") as index_file:
                 index = json.load(index_file)
         except (OSError, ValueError):
             continue  # a snapshot cut short
         for name, url in index.items():
             found[url] = f"{entry.path}/{name}"
     return found
-
-
-def _drop_old_snapshots(subtask_dir: str, keep: str) -> None:
-    snaps = sorted(
-        (e for e in os.scandir(subtask_dir) if e.name.startswith("snap-")),
-        key=lambda e: e.stat().st_mtime_ns,
-    )
-    for entry in snaps[:-LOCAL_SNAPSHOTS_KEPT]:
-        if entry.path != keep:
-            shutil.rmtree(entry.path, ignore_errors=True)
