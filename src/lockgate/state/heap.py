@@ -1,7 +1,8 @@
 """``HashMapStateBackend``'s keyed state: Python dicts, organized by key group.
 
 Each state keeps one dict per key group of the subtask's range, so a snapshot can write
-just the key groups that changed and a restore can take any subset of key groups.
+just the key groups that changed (``HeapKeyedStateBackend.snapshot``) and a restore
+(``heap_restore``) can take any subset of key groups.
 """
 
 from __future__ import annotations

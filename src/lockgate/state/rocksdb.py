@@ -14,6 +14,10 @@ the keys touched lately: a record costs a dict lookup, and RocksDB sees one batc
 per key at the end of the epoch (or when the cache is full). Map states go to RocksDB
 directly, so a large map is never loaded whole. The instance runs without a WAL: an epoch
 is made durable by its snapshot, and a failed epoch's instance is thrown away.
+
+After every epoch the instance is checkpointed on local disk (``snap-<tag>``, SSTs
+hard-linked) and the SST files that storage does not hold yet are uploaded
+(``RocksDBKeyedStateBackend.snapshot``); ``rocksdb_restore`` builds instances again.
 """
 
 from __future__ import annotations
