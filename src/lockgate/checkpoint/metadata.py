@@ -17,11 +17,11 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Annotated, Any
 
-from lockgate.common.records import RecordFormatError, field
+from lockgate.common.records import MAP_KEY, Record, RecordFormatError
 from lockgate.state import manifests
-from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
+from lockgate.state.manifests import KeyedStateManifest
 from lockgate.state.operator_state_handle import OperatorStateHandle
 
 FORMAT = "lockgate-checkpoint"
@@ -40,7 +40,7 @@ class CheckpointFormatError(ValueError):
 
 
 @dataclass(frozen=True)
-class OperatorSubtaskState:
+class OperatorSubtaskState(Record):
     index: int
     operator_state: Any  # what the operator's snapshot_state returned (JSON), or None
     keyed: KeyedStateManifest | None  # of a keyed operator
@@ -49,105 +49,30 @@ class OperatorSubtaskState:
     # the operator state of its user function (list, union and broadcast state)
     managed: OperatorStateHandle | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "operator_state": self.operator_state,
-            "keyed": self.keyed.to_json() if self.keyed is not None else None,
-            "key_groups": list(self.key_groups) if self.key_groups is not None else None,
-            "watermark": self.watermark,
-            "managed": self.managed.to_json() if self.managed is not None else None,
-        }
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> OperatorSubtaskState:
-        if not isinstance(raw, dict):
-            raise RecordFormatError(f"{where} is not an object")
-        key_groups: list[Any] | None = field(raw, "key_groups", (list, type(None)), where)
-        if key_groups is not None and (
-            len(key_groups) != 2 or not all(isinstance(k, int) for k in key_groups)
-        ):
-            raise RecordFormatError(f"{where}: field 'key_groups' is not [start, end]")
-        keyed: dict[str, Any] | None = field(raw, "keyed", (dict, type(None)), where)
-        if "operator_state" not in raw:
-            raise RecordFormatError(f"{where} lacks the field 'operator_state'")
-        managed: dict[str, Any] | None = field(raw, "managed", (dict, type(None)), where)
-        return OperatorSubtaskState(
-            field(raw, "index", int, where),
-            raw["operator_state"],
-            manifest_from_json(keyed, where) if keyed is not None else None,
-            (key_groups[0], key_groups[1]) if key_groups is not None else None,
-            field(raw, "watermark", (int, type(None)), where),
-            OperatorStateHandle.from_json(managed, where) if managed is not None else None,
-        )
-
 
 @dataclass(frozen=True)
-class OperatorState:
+class OperatorState(Record):
     """All state of one operator (by uid) in a checkpoint."""
 
-    uid: str
+    uid: Annotated[str, MAP_KEY]  # its key in CheckpointMetadata.operators
     name: str
     parallelism: int
     max_parallelism: int
     subtasks: tuple[OperatorSubtaskState, ...]
     coordinator_state: dict[str, Any] | None = None  # a source's split enumerator
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "parallelism": self.parallelism,
-            "max_parallelism": self.max_parallelism,
-            "subtasks": [subtask.to_json() for subtask in self.subtasks],
-            "coordinator_state": self.coordinator_state,
-        }
-
-    @staticmethod
-    def from_json(uid: str, raw: Any, where: str) -> OperatorState:
-        where = f"{where}, operator '{uid}'"
-        if not isinstance(raw, dict):
-            raise RecordFormatError(f"{where} is not an object")
-        subtasks = field(raw, "subtasks", list, where)
-        return OperatorState(
-            uid,
-            field(raw, "name", str, where),
-            field(raw, "parallelism", int, where),
-            field(raw, "max_parallelism", int, where),
-            tuple(
-                OperatorSubtaskState.from_json(s, f"{where} subtask entry {n}")
-                for n, s in enumerate(subtasks)
-            ),
-            field(raw, "coordinator_state", (dict, type(None)), where),
-        )
-
     def state_size(self) -> int:
         return sum(manifests.size(s.keyed) for s in self.subtasks if s.keyed)
 
 
 @dataclass(frozen=True)
-class CheckpointMetadata:
+class CheckpointMetadata(Record):
+    """The body of ``_metadata``; its envelope (format, version, checksum) is the file's."""
+
     job_id: str
     checkpoint_id: int
     epoch: int
     operators: dict[str, OperatorState]  # by operator uid
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "job_id": self.job_id,
-            "checkpoint_id": self.checkpoint_id,
-            "epoch": self.epoch,
-            "operators": {uid: op.to_json() for uid, op in sorted(self.operators.items())},
-        }
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> CheckpointMetadata:
-        operators = field(raw, "operators", dict, where)
-        return CheckpointMetadata(
-            field(raw, "job_id", str, where),
-            field(raw, "checkpoint_id", int, where),
-            field(raw, "epoch", int, where),
-            {uid: OperatorState.from_json(uid, op, where) for uid, op in operators.items()},
-        )
 
     def files(self) -> Iterator[str]:
         """Every state file the checkpoint refers to."""

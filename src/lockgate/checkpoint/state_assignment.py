@@ -22,6 +22,7 @@ from lockgate.state.key_groups import KeyGroupRange, key_group_range
 from lockgate.state.manifests import (
     KeyedStateManifest,
     KeyGroupsManifest,
+    RescalePart,
     RocksDBManifest,
     RocksDBRescaleManifest,
 )
@@ -108,5 +109,5 @@ def _rescaled(
             kinds.update(manifest.kinds)
             groups.update(manifest.within(key_groups).groups)
         return type(first)(kinds, groups)
-    rocksdb = [(old, m) for old, m in overlapping if isinstance(m, RocksDBManifest)]
+    rocksdb = [RescalePart(old, m) for old, m in overlapping if isinstance(m, RocksDBManifest)]
     return RocksDBRescaleManifest(tuple(rocksdb))

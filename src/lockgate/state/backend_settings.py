@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lockgate.common.records import Record
 from lockgate.state.rocksdb import RocksDBSettings
 
 
 @dataclass(frozen=True)
-class KeyedStateSettings:
+class KeyedStateSettings(Record):
     backend: str  # manifests.HASHMAP or manifests.ROCKSDB
     job_id: str
     incremental: bool

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from lockgate.common.records import Record
+
 LOWER_BOUND_MAX_PARALLELISM = 1 << 7
 UPPER_BOUND_MAX_PARALLELISM = 1 << 15
 
@@ -47,8 +49,8 @@ def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_gro
 
 
 @dataclass(frozen=True, slots=True)
-class KeyGroupRange:
-    """Inclusive range of key groups owned by one subtask."""
+class KeyGroupRange(Record, array=True):
+    """Inclusive range of key groups owned by one subtask (JSON: ``[start, end]``)."""
 
     start: int
     end: int

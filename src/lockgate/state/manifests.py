@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from lockgate.common.records import RecordFormatError, field
+from lockgate.common.records import Record, RecordFormatError, value_from_json
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.snapshot import GroupHandle
 
@@ -29,15 +29,8 @@ ROCKSDB_RESCALE = "rocksdb-rescale"  # a RocksDB restore at another parallelism
 BACKENDS = (HASHMAP, ROCKSDB)
 
 
-def _kinds(raw: dict[str, Any], where: str) -> dict[str, str]:
-    kinds = field(raw, "kinds", dict, where)
-    if not all(isinstance(kind, str) for kind in kinds.values()):
-        raise RecordFormatError(f"{where}: field 'kinds' must map state names to kinds")
-    return kinds
-
-
 @dataclass(frozen=True)
-class KeyGroupsManifest:
+class KeyGroupsManifest(Record, tag="backend"):
     """State as one checksummed blob per key group, in some files: any key group can be
     read on its own, so a restore at another parallelism takes just its own."""
 
@@ -64,22 +57,6 @@ class KeyGroupsManifest:
     def within(self, key_groups: KeyGroupRange) -> Self:
         """The part of this state in ``key_groups``."""
         return type(self)(self.kinds, {kg: h for kg, h in self.groups.items() if kg in key_groups})
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "kinds": dict(self.kinds),
-            "groups": {str(kg): handle.to_json() for kg, handle in self.groups.items()},
-        }
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any], where: str) -> Self:
-        groups: dict[int, GroupHandle] = {}
-        for key, handle in field(raw, "groups", dict, where).items():
-            if not key.isdigit():
-                raise RecordFormatError(f"{where}: key group {key!r} is not a number")
-            groups[int(key)] = GroupHandle.from_json(handle, f"{where}, key group {key}")
-        return cls(_kinds(raw, where), groups)
 
 
 @dataclass(frozen=True)
@@ -119,15 +96,15 @@ class CanonicalManifest(KeyGroupsManifest):
 
 
 @dataclass(frozen=True)
-class FileHandle:
-    """A RocksDB file in checkpoint storage."""
+class FileHandle(Record, array=True):
+    """A RocksDB file in checkpoint storage (JSON: ``[url, size]``)."""
 
     url: str
     size: int
 
 
 @dataclass(frozen=True)
-class RocksDBManifest:
+class RocksDBManifest(Record, tag="backend"):
     """The RocksDB backend's state: the files of one local snapshot of the instance."""
 
     backend: ClassVar[str] = ROCKSDB
@@ -153,51 +130,34 @@ class RocksDBManifest:
         files = {name: FileHandle(mapping(h.url), h.size) for name, h in self.files.items()}
         return RocksDBManifest(self.kinds, files, self.snapshot)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": ROCKSDB,
-            "kinds": dict(self.kinds),
-            "files": {name: [h.url, h.size] for name, h in self.files.items()},
-            "snapshot": self.snapshot,
-        }
 
-    @staticmethod
-    def from_json(raw: dict[str, Any], where: str) -> RocksDBManifest:
-        files: dict[str, FileHandle] = {}
-        for name, handle in field(raw, "files", dict, where).items():
-            if not (
-                isinstance(handle, list)
-                and len(handle) == 2
-                and isinstance(handle[0], str)
-                and isinstance(handle[1], int)
-                and not isinstance(handle[1], bool)
-            ):
-                raise RecordFormatError(f"{where}: file {name!r} is not [url, size]")
-            files[name] = FileHandle(handle[0], handle[1])
-        return RocksDBManifest(
-            _kinds(raw, where), files, field(raw, "snapshot", (str, type(None)), where)
-        )
+@dataclass(frozen=True)
+class RescalePart(Record):
+    """An old RocksDB subtask's instance, and the key groups it held."""
+
+    key_groups: KeyGroupRange
+    manifest: RocksDBManifest
 
 
 @dataclass(frozen=True)
-class RocksDBRescaleManifest:
+class RocksDBRescaleManifest(Record, tag="backend"):
     """What a RocksDB subtask restores from at a new parallelism: the instances of the old
     subtasks whose key groups overlap its own, each with its old range. Like a savepoint's,
     this state is replaced by the subtask's first snapshot."""
 
     backend: ClassVar[str] = ROCKSDB_RESCALE
-    parts: tuple[tuple[KeyGroupRange, RocksDBManifest], ...]
+    parts: tuple[RescalePart, ...]
 
     @property
     def kinds(self) -> dict[str, str]:
-        return {name: kind for _, part in self.parts for name, kind in part.kinds.items()}
+        return {name: kind for p in self.parts for name, kind in p.manifest.kinds.items()}
 
     def handles(self) -> Iterator[tuple[str, int]]:
-        for _, part in self.parts:
-            yield from part.handles()
+        for part in self.parts:
+            yield from part.manifest.handles()
 
     def is_empty(self) -> bool:
-        return all(part.is_empty() for _, part in self.parts)
+        return all(part.manifest.is_empty() for part in self.parts)
 
     def advanced(self, changes: KeyedStateManifest) -> KeyedStateManifest:
         if not isinstance(changes, RocksDBManifest):
@@ -208,35 +168,8 @@ class RocksDBRescaleManifest:
 
     def map_urls(self, mapping: Callable[[str], str]) -> RocksDBRescaleManifest:
         return RocksDBRescaleManifest(
-            tuple((old, part.map_urls(mapping)) for old, part in self.parts)
+            tuple(RescalePart(p.key_groups, p.manifest.map_urls(mapping)) for p in self.parts)
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": ROCKSDB_RESCALE,
-            "parts": [
-                {"key_groups": [old.start, old.end], "manifest": part.to_json()}
-                for old, part in self.parts
-            ],
-        }
-
-    @staticmethod
-    def from_json(raw: dict[str, Any], where: str) -> RocksDBRescaleManifest:
-        parts = []
-        for number, entry in enumerate(field(raw, "parts", list, where)):
-            at = f"{where}, part {number}"
-            if not isinstance(entry, dict):
-                raise RecordFormatError(f"{at} is not an object")
-            bounds = field(entry, "key_groups", list, at)
-            if len(bounds) != 2 or not all(type(b) is int for b in bounds):
-                raise RecordFormatError(f"{at}: field 'key_groups' is not [start, end]")
-            parts.append(
-                (
-                    KeyGroupRange(bounds[0], bounds[1]),
-                    RocksDBManifest.from_json(field(entry, "manifest", dict, at), at),
-                )
-            )
-        return RocksDBRescaleManifest(tuple(parts))
 
 
 KeyedStateManifest = HeapManifest | RocksDBManifest | CanonicalManifest | RocksDBRescaleManifest
@@ -249,22 +182,9 @@ def empty(backend: str) -> KeyedStateManifest:
 
 
 def manifest_from_json(raw: Any, where: str) -> KeyedStateManifest:
-    """A manifest read from an ack, a restore or ``_metadata``; damage names ``where``."""
-    if not isinstance(raw, dict):
-        raise RecordFormatError(f"{where}: the keyed-state manifest is not an object")
-    backend = field(raw, "backend", str, where)
-    if backend == HASHMAP:
-        return HeapManifest.from_json(raw, where)
-    if backend == ROCKSDB:
-        return RocksDBManifest.from_json(raw, where)
-    if backend == CANONICAL:
-        return CanonicalManifest.from_json(raw, where)
-    if backend == ROCKSDB_RESCALE:
-        return RocksDBRescaleManifest.from_json(raw, where)
-    raise RecordFormatError(
-        f"{where}: unknown state backend {backend!r} (expected one of "
-        f"{', '.join((*BACKENDS, CANONICAL, ROCKSDB_RESCALE))})"
-    )
+    """A manifest of any backend, by its field "backend"; damage names ``where``."""
+    manifest: KeyedStateManifest = value_from_json(KeyedStateManifest, raw, where)
+    return manifest
 
 
 def urls(manifest: KeyedStateManifest) -> set[str]:
@@ -276,26 +196,9 @@ def size(manifest: KeyedStateManifest) -> int:
 
 
 @dataclass(frozen=True)
-class KeyedStateSnapshot:
+class KeyedStateSnapshot(Record):
     """What a keyed subtask reports of its state after an epoch (its ack carries it)."""
 
     changes: KeyedStateManifest  # heap: the key groups rewritten; RocksDB: every file
     bytes_written: int
     entries: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "changes": self.changes.to_json(),
-            "bytes_written": self.bytes_written,
-            "entries": self.entries,
-        }
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> KeyedStateSnapshot:
-        if not isinstance(raw, dict):
-            raise RecordFormatError(f"{where}: the keyed-state snapshot is not an object")
-        return KeyedStateSnapshot(
-            manifest_from_json(field(raw, "changes", dict, where), where),
-            field(raw, "bytes_written", int, where),
-            field(raw, "entries", int, where),
-        )

@@ -21,9 +21,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pickle import HIGHEST_PROTOCOL, dumps, loads
-from typing import Any
+from typing import Annotated, Any
 
-from lockgate.common.records import RecordFormatError, field
+from lockgate.common.records import Minimum, Record, RecordFormatError
 from lockgate.core.fs.storage import read_url
 
 MAGIC = b"LGOS"
@@ -43,54 +43,30 @@ class OperatorStateFormatError(ValueError):
 
 
 @dataclass(frozen=True)
-class StateMeta:
+class StateMeta(Record, array=True):
+    """JSON: ``[mode, count]``."""
+
     mode: str
-    count: int  # elements
+    count: Annotated[int, Minimum(0)]  # elements
+
+    def validate(self, where: str) -> None:
+        if self.mode not in MODES:
+            raise RecordFormatError(f"{where}: unknown mode {self.mode!r}")
 
 
 @dataclass(frozen=True)
-class OperatorStateHandle:
+class OperatorStateHandle(Record):
     file: str
     size: int
     crc: int
-    states: dict[str, StateMeta]  # by state name
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "size": self.size,
-            "crc": self.crc,
-            "states": {name: [m.mode, m.count] for name, m in sorted(self.states.items())},
-        }
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> OperatorStateHandle:
-        if not isinstance(raw, dict):
-            raise RecordFormatError(f"{where}: an operator state handle is not an object")
-        states = {}
-        for name, meta in field(raw, "states", dict, where).items():
-            if not (
-                isinstance(meta, list)
-                and len(meta) == 2
-                and meta[0] in MODES
-                and type(meta[1]) is int
-                and meta[1] >= 0
-            ):
-                raise RecordFormatError(f"{where}: state {name!r} is not [mode, count]")
-            states[name] = StateMeta(meta[0], meta[1])
-        return OperatorStateHandle(
-            field(raw, "file", str, where),
-            field(raw, "size", int, where),
-            field(raw, "crc", int, where),
-            states,
-        )
+    states: dict[str, StateMeta]  # by state name, sorted
 
     def map_url(self, mapping: Callable[[str], str]) -> OperatorStateHandle:
         return OperatorStateHandle(mapping(self.file), self.size, self.crc, self.states)
 
 
 @dataclass(frozen=True)
-class OperatorStatePart:
+class OperatorStatePart(Record):
     """What a subtask takes of one handle: per state, the elements [start, end)."""
 
     handle: OperatorStateHandle
@@ -103,28 +79,13 @@ class OperatorStatePart:
     def is_whole(self) -> bool:
         return self.ranges == {n: (0, m.count) for n, m in self.handle.states.items()}
 
-    def to_json(self) -> dict[str, Any]:
-        ranges = {name: list(span) for name, span in sorted(self.ranges.items())}
-        return {"handle": self.handle.to_json(), "ranges": ranges}
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> OperatorStatePart:
-        if not isinstance(raw, dict):
-            raise RecordFormatError(f"{where}: an operator state part is not an object")
-        handle = OperatorStateHandle.from_json(field(raw, "handle", dict, where), where)
-        ranges = {}
-        for name, span in field(raw, "ranges", dict, where).items():
-            meta = handle.states.get(name)
-            if not (
-                meta is not None
-                and isinstance(span, list)
-                and len(span) == 2
-                and all(type(n) is int for n in span)
-                and 0 <= span[0] <= span[1] <= meta.count
-            ):
-                raise RecordFormatError(f"{where}: range {span!r} of state {name!r} is invalid")
-            ranges[name] = (span[0], span[1])
-        return OperatorStatePart(handle, ranges)
+    def validate(self, where: str) -> None:
+        for name, (start, end) in self.ranges.items():
+            meta = self.handle.states.get(name)
+            if meta is None or not 0 <= start <= end <= meta.count:
+                raise RecordFormatError(
+                    f"{where}: range [{start}, {end}] of state {name!r} is invalid"
+                )
 
 
 def pickled(element: Any) -> bytes:

@@ -35,6 +35,7 @@ from typing import Any
 import rocksdict
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.common.records import Record
 from lockgate.core.fs.storage import Storage
 from lockgate.state.canonical_snapshot import (
     GroupWriter,
@@ -98,7 +99,7 @@ class StateBackendError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class RocksDBSettings:
+class RocksDBSettings(Record):
     """Per-instance tuning; the defaults follow Flink's RocksDB options but for compaction."""
 
     write_buffer_bytes: int = 64 << 20

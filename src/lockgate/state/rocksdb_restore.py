@@ -82,16 +82,17 @@ class RocksDBRestoreOperation:
         mine = subtask.key_groups
 
         parts = sorted(
-            manifest.parts, key=lambda part: len(part[0].intersection(mine)), reverse=True
+            manifest.parts, key=lambda part: len(part.key_groups.intersection(mine)), reverse=True
         )
-        _fetch_files(parts[0][1], subtask_dir, path)
+        _fetch_files(parts[0].manifest, subtask_dir, path)
         backend = self._open(subtask, path)
         with _disposed_on_failure(backend):
             backend.keep_only(mine)
-            for old, part in parts[1:]:
+            for part in parts[1:]:
+                old = part.key_groups
                 part_path = f"{subtask_dir}/part-{uuid.uuid4().hex[:12]}"
                 try:
-                    _fetch_files(part, subtask_dir, part_path)
+                    _fetch_files(part.manifest, subtask_dir, part_path)
                     source = RocksDBKeyedStateBackend(
                         old, subtask.max_parallelism, part_path, self.settings.rocksdb
                     )

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.common.records import RecordFormatError
+from lockgate.common.records import Record
 
 MAGIC = b"LGKS"
 FORMAT_VERSION = 1
@@ -28,27 +28,14 @@ class SnapshotFormatError(ValueError):
 
 
 @dataclass(frozen=True)
-class GroupHandle:
-    """Where one key group's blob lives: a file (relative to the state root) and a range."""
+class GroupHandle(Record, array=True):
+    """Where one key group's blob lives: a file (relative to the state root) and a range.
+    JSON: ``[file, offset, length, crc]``."""
 
     file: str
     offset: int
     length: int
     crc: int
-
-    def to_json(self) -> list[Any]:
-        return [self.file, self.offset, self.length, self.crc]
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> GroupHandle:
-        if not (
-            isinstance(raw, list)
-            and len(raw) == 4
-            and isinstance(raw[0], str)
-            and all(isinstance(n, int) and not isinstance(n, bool) for n in raw[1:])
-        ):
-            raise RecordFormatError(f"{where}: {raw!r:.80} is not [file, offset, length, crc]")
-        return GroupHandle(raw[0], raw[1], raw[2], raw[3])
 
 
 def encode(

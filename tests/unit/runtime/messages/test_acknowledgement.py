@@ -84,9 +84,9 @@ def test_acks_are_created_exclusively_one_per_attempt(tmp_path):
     "damage, message",
     [
         (lambda s: s.pop("changes"), "lacks the field 'changes'"),
-        (lambda s: s["changes"].update(backend="leveldb"), "unknown state backend 'leveldb'"),
-        (lambda s: s["changes"]["files"].update(x=["u"]), "file 'x' is not \\[url, size\\]"),
-        (lambda s: s["changes"].update(kinds={"count": 3}), "must map state names to kinds"),
+        (lambda s: s["changes"].update(backend="leveldb"), "unknown backend 'leveldb'"),
+        (lambda s: s["changes"]["files"].update(x=["u"]), "files\\['x'\\] is list \\['u'\\], not \\[url, size\\]"),
+        (lambda s: s["changes"].update(kinds={"count": 3}), "field 'kinds'\\['count'\\] is int 3, not str"),
         (lambda s: s.update(entries="3"), "field 'entries' is str"),
     ],
 )

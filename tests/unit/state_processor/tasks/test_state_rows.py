@@ -14,7 +14,12 @@ from lockgate.state.canonical_snapshot import CanonicalKeyError
 from lockgate.state.descriptors import ValueStateDescriptor
 from lockgate.state.heap_restore import HeapRestoreOperation
 from lockgate.state.key_groups import KeyGroupRange
-from lockgate.state.manifests import CanonicalManifest, HeapManifest, RocksDBRescaleManifest
+from lockgate.state.manifests import (
+    CanonicalManifest,
+    HeapManifest,
+    RescalePart,
+    RocksDBRescaleManifest,
+)
 from lockgate.state.snapshot import GroupHandle
 from lockgate.state.timer_queues import timer_origin, timer_state_name
 from lockgate.state_processor.task_records import (
@@ -114,7 +119,12 @@ def test_a_rocksdb_restore_at_another_parallelism_reads_its_own_key_groups(tmp_p
     whole = WRITERS["rocksdb"](tmp_path)
     half = KeyGroupRange(0, MAX_P // 2 - 1)
     rescaled = SubtaskFiles(
-        "op", "op", 0, MAX_P, half, RocksDBRescaleManifest(((whole.key_groups, whole.manifest),))
+        "op",
+        "op",
+        0,
+        MAX_P,
+        half,
+        RocksDBRescaleManifest((RescalePart(whole.key_groups, whole.manifest),)),
     )
     keys = {row[0] for row in read_rows(dump(ReadTask(rescaled, KEYED, "value", "value", False)))}
     assert keys == {k for k in SPARK_KEYS if group_of(k) in half}
