@@ -20,79 +20,49 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.common.records import Minimum, Record
 
 ASSIGNMENT_FORMAT = "lockgate-split-assignment"
 ASSIGNMENT_VERSION = 1
+
+#: A position in a split: an offset (records, bytes), never negative
+Position = Annotated[int, Minimum(0, "a position")]
+
+
+def position_field(raw: dict[str, Any], name: str, where: str) -> int:
+    """``raw[name]``, which must be a position (until the connectors' records are on the
+    codec)."""
+    from lockgate.common.records import RecordFormatError, field
+
+    value: int = field(raw, name, int, where)
+    if value < 0:
+        raise RecordFormatError(f"{where}: field '{name}' is {value}, not a position (>= 0)")
+    return value
 
 
 class SourceError(RuntimeError):
     """A source cannot read its input: a missing, unreadable or undecodable file."""
 
 
-def position_field(raw: dict[str, Any], name: str, where: str) -> int:
-    """``raw[name]``, which must be a position: an int, not negative."""
-    value = field(raw, name, int, where)
-    if value < 0:
-        raise RecordFormatError(f"{where}: field '{name}' is {value}, not a position (>= 0)")
-    return value
-
-
 @dataclass(frozen=True)
-class SplitAssignment:
+class SplitAssignment(Record, format=ASSIGNMENT_FORMAT, version=ASSIGNMENT_VERSION):
     """What one source subtask reads of one split in one epoch (Flink: a source split)."""
 
     split: str
-    start: int  # position to read from
-    max_records: int  # read at most this many records
+    start: Position  # position to read from
+    max_records: Annotated[int, Minimum(1)]  # read at most this many records
     last: bool  # the range reaches the split's end (False where the end is not known)
-
-    def to_json(self) -> dict[str, Any]:
-        return envelope(
-            ASSIGNMENT_FORMAT,
-            ASSIGNMENT_VERSION,
-            {
-                "split": self.split,
-                "start": self.start,
-                "max_records": self.max_records,
-                "last": self.last,
-            },
-        )
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> SplitAssignment:
-        body = open_envelope(raw, ASSIGNMENT_FORMAT, ASSIGNMENT_VERSION, where)
-        max_records = field(body, "max_records", int, where)
-        if max_records < 1:
-            raise RecordFormatError(f"{where}: field 'max_records' is {max_records}, not >= 1")
-        return SplitAssignment(
-            field(body, "split", str, where),
-            position_field(body, "start", where),
-            max_records,
-            field(body, "last", bool, where),
-        )
 
 
 @dataclass(frozen=True)
-class SplitProgress:
+class SplitProgress(Record):
     """Where a reader stopped in one split. It travels inside a subtask's acknowledgement,
     whose format version covers it."""
 
-    position: int  # the next position to read
+    position: Position  # the next position to read
     finished: bool  # the split is read to its end
-
-    def to_json(self) -> dict[str, Any]:
-        return {"position": self.position, "finished": self.finished}
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> SplitProgress:
-        if not isinstance(raw, dict):
-            raise RecordFormatError(f"{where} is not an object")
-        return SplitProgress(
-            position_field(raw, "position", where), field(raw, "finished", bool, where)
-        )
 
 
 class SplitEnumerator(ABC):

@@ -29,7 +29,12 @@ from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
-from lockgate.runtime.messages.spark_items import ATTEMPT_TAG, PLACEMENT_MARKER
+from lockgate.runtime.messages.spark_items import (
+    PLACEMENT,
+    AttemptReport,
+    CollectedRecords,
+    ShuffleItem,
+)
 from lockgate.runtime.sparktask.epoch_task import source_input
 from lockgate.runtime.sparktask.host_client import release_hosts
 
@@ -63,19 +68,19 @@ def _target_partition(partition: int) -> int:
     return partition
 
 
-def _to_driver(item: tuple[int, Any]) -> bool:
-    """Keeps what a task sends the driver (negative tags) of its output."""
-    return item[0] < 0
+def _to_driver(item: Any) -> bool:
+    """Keeps what a task sends the driver of its output (not its shuffle items)."""
+    return not isinstance(item, ShuffleItem)
 
 
 class _ToConsumer:
-    """Keeps what a task sends one consumer: the items of its edges to it."""
+    """Keeps what a task sends one consumer: the shuffle items of its edges to it."""
 
     def __init__(self, edge_ids: frozenset[int]):
         self.edge_ids = edge_ids
 
-    def __call__(self, item: tuple[int, Any]) -> bool:
-        return item[0] >= 0 and item[1][0] in self.edge_ids
+    def __call__(self, item: Any) -> bool:
+        return isinstance(item, ShuffleItem) and item.channel.edge in self.edge_ids
 
 
 def reports_attempt(vertex: JobVertex) -> bool:
@@ -164,12 +169,14 @@ class RunningEpoch:
             for rdd in self.persisted:
                 rdd.unpersist(blocking=False)
         output = EpochOutput([], {})
-        for tag, payload in batches:
-            if tag == ATTEMPT_TAG:
-                vertex_id, index, attempt = payload
-                output.attempts.setdefault((vertex_id, index), set()).add(attempt)
+        for item in batches:
+            if isinstance(item, AttemptReport):
+                key = (item.vertex, item.subtask)
+                output.attempts.setdefault(key, set()).add(item.attempt)
+            elif isinstance(item, CollectedRecords):
+                output.collected.extend(loads(record) for record in loads(item.records))
             else:
-                output.collected.extend(loads(record) for record in loads(payload))
+                raise RuntimeError(f"an epoch's job returned {type(item).__name__} items")
         return output
 
 
@@ -348,7 +355,7 @@ class EpochJob:
         ]
         places = self.placement.locations(vertex.id, vertex.parallelism)
         if places is not None:
-            markers = [((index, PLACEMENT_MARKER), place) for index, place in enumerate(places)]
+            markers = [(ShuffleItem(index, PLACEMENT), place) for index, place in enumerate(places)]
             marker = located_rdd(self.sc, markers).partitionBy(
                 vertex.parallelism, _target_partition
             )

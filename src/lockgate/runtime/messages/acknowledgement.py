@@ -13,21 +13,13 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.common.records import Record, RecordFormatError
 from lockgate.core.source import SplitProgress
 from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
 from lockgate.state.operator_state_handle import OperatorStateHandle
 
 FORMAT = "lockgate-subtask-ack"
 VERSION = 7
-
-
-def watermarks_field(raw: dict[str, Any], where: str) -> dict[str, int]:
-    """Field "watermarks" of a record: operator uid -> watermark."""
-    watermarks = field(raw, "watermarks", dict, where)
-    if not all(type(w) is int for w in watermarks.values()):
-        raise RecordFormatError(f"{where}: field 'watermarks' must map operator uids to ints")
-    return watermarks
 
 
 def ack_name(ack_dir: str, vertex: int, subtask: int, attempt: str) -> str:
@@ -39,7 +31,7 @@ def channel_name(edge: int, sender: int) -> str:
 
 
 @dataclass(frozen=True)
-class SubtaskAck:
+class SubtaskAck(Record, format=FORMAT, version=VERSION):
     vertex: int
     subtask: int
     epoch: int
@@ -64,75 +56,6 @@ class SubtaskAck:
     managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)
     savepoint_managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return envelope(
-            FORMAT,
-            VERSION,
-            {
-                "vertex": self.vertex,
-                "subtask": self.subtask,
-                "epoch": self.epoch,
-                "run": self.run,
-                "attempt": self.attempt,
-                "records_in": self.records_in,
-                "source_progress": {
-                    split: progress.to_json() for split, progress in self.source_progress.items()
-                },
-                "state": self.state.to_json() if self.state is not None else None,
-                "savepoint": self.savepoint.to_json() if self.savepoint is not None else None,
-                "savepoint_error": self.savepoint_error,
-                "operators": self.operators,
-                "watermarks": self.watermarks,
-                "next_timer_in_ms": self.next_timer_in_ms,
-                "restored": self.restored,
-                "location": self.location,
-                "duration_ms": self.duration_ms,
-                "consumed": self.consumed,
-                "managed": {uid: h.to_json() for uid, h in self.managed.items()},
-                "savepoint_managed": {
-                    uid: h.to_json() for uid, h in self.savepoint_managed.items()
-                },
-            },
-        )
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> SubtaskAck:
-        body = open_envelope(raw, FORMAT, VERSION, where)
-        consumed = field(body, "consumed", dict, where)
-        state: dict[str, Any] | None = field(body, "state", (dict, type(None)), where)
-        savepoint: dict[str, Any] | None = field(body, "savepoint", (dict, type(None)), where)
-        if not all(isinstance(v, str) for v in consumed.values()):
-            raise RecordFormatError(f"{where}: field 'consumed' must map channels to attempts")
-        source_progress = {
-            split: SplitProgress.from_json(progress, f"{where}, progress of split {split!r}")
-            for split, progress in field(body, "source_progress", dict, where).items()
-        }
-        return SubtaskAck(
-            vertex=field(body, "vertex", int, where),
-            subtask=field(body, "subtask", int, where),
-            epoch=field(body, "epoch", int, where),
-            run=field(body, "run", str, where),
-            attempt=field(body, "attempt", str, where),
-            records_in=field(body, "records_in", int, where),
-            source_progress=source_progress,
-            state=KeyedStateSnapshot.from_json(state, where) if state is not None else None,
-            savepoint=(
-                CanonicalManifest.from_json(savepoint, f"{where}, savepoint")
-                if savepoint is not None
-                else None
-            ),
-            savepoint_error=field(body, "savepoint_error", (str, type(None)), where),
-            operators=field(body, "operators", dict, where),
-            watermarks=watermarks_field(body, where),
-            next_timer_in_ms=field(body, "next_timer_in_ms", (int, type(None)), where),
-            restored=field(body, "restored", bool, where),
-            location=field(body, "location", str, where),
-            duration_ms=float(field(body, "duration_ms", (int, float), where)),
-            consumed=consumed,
-            managed=_handles(body, "managed", where),
-            savepoint_managed=_handles(body, "savepoint_managed", where),
-        )
-
     def check(self, vertex: int, subtask: int, epoch: int, run: str, where: str) -> None:
         """The ack must be the one the driver asked for (not another job's, run's or epoch's)."""
         expected = (vertex, subtask, epoch, run)
@@ -143,10 +66,3 @@ class SubtaskAck:
                 f"of run {found[3]}, not vertex {vertex} subtask {subtask} epoch {epoch} of "
                 f"run {run}"
             )
-
-
-def _handles(body: dict[str, Any], name: str, where: str) -> dict[str, OperatorStateHandle]:
-    return {
-        uid: OperatorStateHandle.from_json(raw, f"{where}, {name} of {uid!r}")
-        for uid, raw in field(body, name, dict, where).items()
-    }

@@ -1,8 +1,10 @@
 """What a Spark task and the subtask host it drives say to each other over their socket.
 
-A frame is one byte of kind, four of length, then the payload. Control frames carry typed
-JSON records; data frames carry a small binary header and the records' bytes, pickled once
-by the subtask that produced them (they pass through the task untouched).
+A frame is one byte of kind (``FrameKind``), four of length, then the payload. Control
+frames carry typed JSON records; data frames carry a small binary header and the records'
+bytes, pickled once by the subtask that produced them (they pass through the task
+untouched): a BATCH frame carries a ``ChannelItem``, an OUTPUT frame a ``HostOutput``, a
+SOURCE frame a split assignment and its payload.
 
 The task speaks first (``START``); the host answers every frame of the task with the output
 it produced and then ``READY``, ``DONE`` or ``FAILED``, so neither side ever waits on a
@@ -11,39 +13,46 @@ full socket buffer while the other does.
 
 from __future__ import annotations
 
-import json
 import socket
 import struct
 from dataclasses import dataclass
-from typing import Any
+from enum import IntEnum
 
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.common.records import Record
+from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, ItemKind
+from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 
-VERSION = 3
+VERSION = 4
 
-# Task -> host
-START = 1  # EpochStart
-GRAPH = 2  # the cloudpickled job graph, when the host asked for it
-SOURCE = 3  # one split assignment: JSON length, assignment JSON, pickled payload
-BATCH = 4  # one shuffled batch: BATCH_HEADER, the sending attempt, the pickled batch
-FINISH = 5  # the epoch's input is complete
-RELEASE = 6  # close the subtask and exit (the run ended)
-# Task -> task manager
-SPAWN = 7  # HostRequest
-# Task manager (or the host it started) -> task
-SPAWNED = 17  # HostStarted
-# Host -> task
-NEED_GRAPH = 11
-OUTPUT = 12  # OUTPUT_HEADER and the pickled batch (an end-of-epoch marker: its ChannelEnd)
-READY = 13  # the last frame is consumed; send the next one
-DONE = 14  # EpochDone
-FAILED = 15  # HostFailure
-RELEASED = 16  # HostReleased
 
-_FRAME = struct.Struct(">BI")
-BATCH_HEADER = struct.Struct(">iiiH")  # edge, sender, sequence, length of the attempt
-OUTPUT_HEADER = struct.Struct(">iii")  # target, edge, sequence
-_SOURCE_HEADER = struct.Struct(">I")
+class FrameKind(IntEnum):
+    # Task -> host
+    START = 1  # EpochStart
+    GRAPH = 2  # the cloudpickled job graph, when the host asked for it
+    SOURCE = 3  # one split assignment and its payload (source_frame)
+    BATCH = 4  # one ChannelItem of the task's input (batch_frame)
+    FINISH = 5  # the epoch's input is complete
+    RELEASE = 6  # close the subtask and exit (the run ended)
+    # Task -> task manager
+    SPAWN = 7  # HostRequest
+    # Host -> task
+    NEED_GRAPH = 11
+    OUTPUT = 12  # one HostOutput (output_frame)
+    READY = 13  # the last frame is consumed; send the next one
+    DONE = 14  # EpochDone
+    FAILED = 15  # HostFailure
+    RELEASED = 16  # HostReleased
+    # Task manager (or the host it started) -> task
+    SPAWNED = 17  # HostStarted
+
+
+_FRAME = struct.Struct(">BI")  # kind, length of the payload
+_FRAME_KINDS = {kind.value: kind for kind in FrameKind}
+_ITEM_KINDS = {kind.value: kind for kind in ItemKind}
+# The fixed head of the data frames (the rest of a frame follows it):
+_BATCH_HEAD = struct.Struct(">BiiiH")  # kind, edge, sender, sequence, length of the attempt
+_OUTPUT_HEAD = struct.Struct(">Biii")  # kind, target, edge, sequence
+_SOURCE_HEAD = struct.Struct(">I")  # length of the assignment's JSON
 
 START_FORMAT = "lockgate-epoch-start"
 DONE_FORMAT = "lockgate-epoch-done"
@@ -92,7 +101,7 @@ def run_prefix(run: str) -> str:
 # Frames ------------------------------------------------------------------------------------
 
 
-def send(sock: socket.socket, kind: int, *parts: bytes) -> None:
+def send(sock: socket.socket, kind: FrameKind, *parts: bytes) -> None:
     length = sum(len(part) for part in parts)
     header = _FRAME.pack(kind, length)
     sent = sock.sendmsg([header, *parts])  # no copy of the parts into one buffer
@@ -100,9 +109,9 @@ def send(sock: socket.socket, kind: int, *parts: bytes) -> None:
         sock.sendall(b"".join([header, *parts])[sent:])
 
 
-def send_record(sock: socket.socket, kind: int, record: Any) -> None:
-    """Send a control record (a dataclass with ``to_json``) as a JSON frame."""
-    send(sock, kind, json.dumps(record.to_json(), separators=(",", ":")).encode())
+def send_record(sock: socket.socket, kind: FrameKind, record: Record) -> None:
+    """Send a control record as a JSON frame."""
+    send(sock, kind, record.encode())
 
 
 class FrameReader:
@@ -111,7 +120,7 @@ class FrameReader:
     def __init__(self, sock: socket.socket):
         self.stream = sock.makefile("rb", buffering=1 << 16)
 
-    def read(self) -> tuple[int, bytes]:
+    def read(self) -> tuple[FrameKind, bytes]:
         header = self.stream.read(_FRAME.size)
         if len(header) < _FRAME.size:
             raise HostConnectionLost("the connection closed between frames")
@@ -119,26 +128,56 @@ class FrameReader:
         payload = self.stream.read(length)
         if len(payload) < length:
             raise HostConnectionLost(f"the connection closed inside a frame of kind {kind}")
-        return kind, payload
+        try:
+            return _FRAME_KINDS[kind], payload
+        except KeyError:
+            raise RuntimeError(f"a frame of unknown kind {kind}") from None
 
     def close(self) -> None:
         self.stream.close()
 
 
-def load_json(payload: bytes, what: str) -> Any:
+def batch_frame(item: ChannelItem) -> tuple[bytes, bytes, bytes]:
+    """The parts of the BATCH frame of ``item``: its head, its attempt, its payload."""
+    attempt = item.attempt.encode()
+    head = _BATCH_HEAD.pack(item.kind, item.edge, item.sender, item.sequence, len(attempt))
+    return head, attempt, item.payload
+
+
+def read_batch_frame(frame: bytes) -> ChannelItem:
+    kind, edge, sender, sequence, length = _BATCH_HEAD.unpack_from(frame)
+    start = _BATCH_HEAD.size
+    attempt = frame[start : start + length].decode()
+    return ChannelItem(_item_kind(kind), edge, sender, attempt, sequence, frame[start + length :])
+
+
+def output_frame(output: HostOutput) -> tuple[bytes, bytes]:
+    """The parts of the OUTPUT frame of ``output``: its head and its payload."""
+    head = _OUTPUT_HEAD.pack(output.kind, output.target, output.edge, output.sequence)
+    return head, output.payload
+
+
+def read_output_frame(frame: bytes) -> HostOutput:
+    kind, target, edge, sequence = _OUTPUT_HEAD.unpack_from(frame)
+    return HostOutput(_item_kind(kind), target, edge, sequence, frame[_OUTPUT_HEAD.size :])
+
+
+def _item_kind(value: int) -> ItemKind:
     try:
-        return json.loads(payload)
-    except ValueError:
-        raise RecordFormatError(f"{what} is not JSON ({len(payload)} bytes)") from None
+        return _ITEM_KINDS[value]
+    except KeyError:
+        raise RuntimeError(f"a data frame of unknown item kind {value}") from None
 
 
 def source_frame(assignment: bytes, payload: bytes) -> tuple[bytes, bytes, bytes]:
-    return _SOURCE_HEADER.pack(len(assignment)), assignment, payload
+    """The parts of a SOURCE frame: its head, the assignment's JSON, the pickled payload."""
+    return _SOURCE_HEAD.pack(len(assignment)), assignment, payload
 
 
-def split_source_frame(frame: bytes) -> tuple[bytes, bytes]:
-    (length,) = _SOURCE_HEADER.unpack_from(frame)
-    start = _SOURCE_HEADER.size
+def read_source_frame(frame: bytes) -> tuple[bytes, bytes]:
+    """(the assignment's JSON, the pickled payload) of a SOURCE frame."""
+    (length,) = _SOURCE_HEAD.unpack_from(frame)
+    start = _SOURCE_HEAD.size
     return frame[start : start + length], frame[start + length :]
 
 
@@ -146,107 +185,43 @@ def split_source_frame(frame: bytes) -> tuple[bytes, bytes]:
 
 
 @dataclass(frozen=True)
-class EpochStart:
+class EpochStart(Record, format=START_FORMAT, version=VERSION):
     """A task hands its subtask's host one epoch: the task's descriptor, the subtask's
     restore (used when the host lacks that very version) and the attempt's names."""
 
-    descriptor: str  # TaskDeploymentDescriptor JSON
+    descriptor: TaskDeploymentDescriptor  # with the executor's local directories
     python_path: list[str]  # the task's sys.path: Spark adds a job's --py-files to it
-    restore: str  # SubtaskRestore JSON
+    restore: SubtaskRestore
     index: int
     attempt: str  # this attempt's name: its files, and the version it leaves behind
     attempt_number: int  # Spark's attempt number of the task (RuntimeContext)
 
-    def to_json(self) -> dict[str, Any]:
-        return envelope(
-            START_FORMAT,
-            VERSION,
-            {
-                "descriptor": self.descriptor,
-                "python_path": self.python_path,
-                "restore": self.restore,
-                "index": self.index,
-                "attempt": self.attempt,
-                "attempt_number": self.attempt_number,
-            },
-        )
-
-    @staticmethod
-    def from_json(raw: Any) -> EpochStart:
-        where = "the start of an epoch sent to a subtask host"
-        body = open_envelope(raw, START_FORMAT, VERSION, where)
-        python_path = field(body, "python_path", list, where)
-        if not all(isinstance(entry, str) for entry in python_path):
-            raise RecordFormatError(f"{where}: field 'python_path' must list directories")
-        return EpochStart(
-            descriptor=field(body, "descriptor", str, where),
-            python_path=python_path,
-            restore=field(body, "restore", str, where),
-            index=field(body, "index", int, where),
-            attempt=field(body, "attempt", str, where),
-            attempt_number=field(body, "attempt_number", int, where),
-        )
-
 
 @dataclass(frozen=True)
-class EpochDone:
+class EpochDone(Record, format=DONE_FORMAT, version=VERSION):
     """The host finished the epoch: its ack is written (which reports the rest)."""
 
     closed: bool  # end of input: the subtask is closed and the host exits
 
-    def to_json(self) -> dict[str, Any]:
-        return envelope(DONE_FORMAT, VERSION, {"closed": self.closed})
-
-    @staticmethod
-    def from_json(raw: Any) -> EpochDone:
-        where = "the end of an epoch reported by a subtask host"
-        body = open_envelope(raw, DONE_FORMAT, VERSION, where)
-        return EpochDone(field(body, "closed", bool, where))
-
 
 @dataclass(frozen=True)
-class HostFailure:
+class HostFailure(Record, format=FAILURE_FORMAT, version=VERSION):
     """The epoch failed in the host; ``report`` is the error's traceback, which the task
     raises again so that Spark's error names the cause."""
 
     report: str
 
-    def to_json(self) -> dict[str, Any]:
-        return envelope(FAILURE_FORMAT, VERSION, {"report": self.report})
-
-    @staticmethod
-    def from_json(raw: Any) -> HostFailure:
-        where = "a failure reported by a subtask host"
-        body = open_envelope(raw, FAILURE_FORMAT, VERSION, where)
-        return HostFailure(field(body, "report", str, where))
-
 
 @dataclass(frozen=True)
-class HostReleased:
+class HostReleased(Record, format=RELEASED_FORMAT, version=VERSION):
     """The host closed its subtask (``close_error`` if the user's close() raised) and exits."""
 
     held_subtask: bool
     close_error: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return envelope(
-            RELEASED_FORMAT,
-            VERSION,
-            {"held_subtask": self.held_subtask, "close_error": self.close_error},
-        )
-
-    @staticmethod
-    def from_json(raw: Any) -> HostReleased:
-        where = "the release reported by a subtask host"
-        body = open_envelope(raw, RELEASED_FORMAT, VERSION, where)
-        return HostReleased(
-            field(body, "held_subtask", bool, where),
-            field(body, "close_error", (str, type(None)), where),
-        )
-
 
 @dataclass(frozen=True)
-class HostRequest:
+class HostRequest(Record, format=REQUEST_FORMAT, version=VERSION):
     """A task asks its executor's task manager for the host of a subtask."""
 
     run: str
@@ -254,39 +229,10 @@ class HostRequest:
     index: int
     location: str  # the executor's Spark host ("" in local mode)
 
-    def to_json(self) -> dict[str, Any]:
-        body = {
-            "run": self.run,
-            "vertex": self.vertex,
-            "index": self.index,
-            "location": self.location,
-        }
-        return envelope(REQUEST_FORMAT, VERSION, body)
-
-    @staticmethod
-    def from_json(raw: Any) -> HostRequest:
-        where = "a request for a subtask host"
-        body = open_envelope(raw, REQUEST_FORMAT, VERSION, where)
-        return HostRequest(
-            field(body, "run", str, where),
-            field(body, "vertex", int, where),
-            field(body, "index", int, where),
-            field(body, "location", str, where),
-        )
-
 
 @dataclass(frozen=True)
-class HostStarted:
+class HostStarted(Record, format=STARTED_FORMAT, version=VERSION):
     """The answer to a HostRequest: "ready" (listening), "exists" (another task's request
     started it first), or what went wrong."""
 
     status: str
-
-    def to_json(self) -> dict[str, Any]:
-        return envelope(STARTED_FORMAT, VERSION, {"status": self.status})
-
-    @staticmethod
-    def from_json(raw: Any) -> HostStarted:
-        where = "the answer to a request for a subtask host"
-        body = open_envelope(raw, STARTED_FORMAT, VERSION, where)
-        return HostStarted(field(body, "status", str, where))

@@ -1,21 +1,75 @@
-"""What a Spark task hands Spark: the shuffled batches of the next stage's subtasks, and
-tagged items for the driver.
+"""What a subtask hands its Spark task, and what the task hands Spark: named items.
 
-A host's output is ``(target, edge, sequence, pickled batch)``; the task makes it
-``(target subtask, (edge, sender, attempt, sequence, pickled batch))`` for the shuffle. A
-negative target is a tag for the driver instead of a subtask.
+A subtask's output is a list of ``HostOutput``s: batches of pickled records for the subtasks
+of the next task, the end of each edge's epoch for each of them, and records of collect
+sinks for the driver. Its task passes them on as Spark items:
+
+- ``ShuffleItem(target, ChannelItem)``: the (key, value) pair that Spark's ``partitionBy``
+  sends to partition ``target``, which is subtask ``target`` of the next task; the
+  ``ChannelItem`` names its edge, sender, sending attempt and sequence number;
+- ``CollectedRecords``: records of collect sinks, for the driver;
+- ``AttemptReport``: the attempt that produced the output of a task whose output reaches
+  the driver (a result stage).
+
+Records are pickled once, by the subtask that emits them, in batches (``channels``); these
+items only carry the batches and are pickled once more per batch by Spark.
 """
 
 from __future__ import annotations
 
-# One output item of a host: (target subtask or a negative tag for the driver, edge, sequence,
-# pickled batch, or for the marker that ends an edge's epoch (sequence -1) its ChannelEnd)
-Output = tuple[int, int, int, bytes]
+from enum import IntEnum
+from typing import NamedTuple
 
-COLLECT_TAG = -1  # (COLLECT_TAG, a pickled list of pickled records of collect sinks)
-ATTEMPT_TAG = -2  # (ATTEMPT_TAG, (vertex, subtask, attempt)): the attempt that produced them
 
-# A shuffle item that only asks Spark to run the receiving task where its subtask lives
-# (see EpochJob._task_input); dropped on arrival
-PLACEMENT_EDGE = -2
-PLACEMENT_MARKER = (PLACEMENT_EDGE, -1, "", 0, None)
+class ItemKind(IntEnum):
+    """What an item of a channel (or of a subtask's output) carries."""
+
+    BATCH = 1  # a pickled batch of pickled records of one edge, to one subtask
+    CHANNEL_END = 2  # the end of an edge's epoch to one subtask: a ChannelEnd record
+    PLACEMENT = 3  # nothing: it only places the receiving task (see EpochJob._task_input)
+    COLLECTED = 4  # records of collect sinks, for the driver: a pickled list of pickles
+
+
+class HostOutput(NamedTuple):
+    """One output item of a subtask (its host sends it to the task in an OUTPUT frame)."""
+
+    kind: ItemKind  # BATCH, CHANNEL_END or COLLECTED
+    target: int  # the receiving subtask of the next task (0 for COLLECTED)
+    edge: int  # the edge it travels on (0 for COLLECTED)
+    sequence: int  # BATCH: its number on the edge in the epoch; CHANNEL_END: after them all
+    payload: bytes
+
+
+class ChannelItem(NamedTuple):
+    """What travels through Spark's shuffle to a subtask of the next task."""
+
+    kind: ItemKind  # BATCH, CHANNEL_END or PLACEMENT
+    edge: int
+    sender: int  # the sending subtask
+    attempt: str  # the sending attempt (the driver accepts the attempts whose output was read)
+    sequence: int
+    payload: bytes
+
+
+class ShuffleItem(NamedTuple):
+    """A shuffle item: Spark's partitionBy sends ``channel`` to partition ``target``."""
+
+    target: int
+    channel: ChannelItem
+
+
+class CollectedRecords(NamedTuple):
+    """Records of the collect sinks of one subtask, for the driver."""
+
+    records: bytes  # a pickled list of pickled records
+
+
+class AttemptReport(NamedTuple):
+    """The attempt of a task whose output reaches the driver (the driver accepts it)."""
+
+    vertex: int
+    subtask: int
+    attempt: str
+
+
+PLACEMENT = ChannelItem(ItemKind.PLACEMENT, 0, 0, "", 0, b"")

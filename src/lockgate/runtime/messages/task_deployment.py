@@ -9,68 +9,18 @@ either way a task decodes only its own.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-from lockgate.runtime.messages.acknowledgement import watermarks_field
+from lockgate.common.records import Record, RecordFormatError
 from lockgate.state.backend_settings import KeyedStateSettings
-from lockgate.state.manifests import KeyedStateManifest, manifest_from_json
+from lockgate.state.manifests import KeyedStateManifest
 from lockgate.state.operator_state_handle import OperatorStatePart
-from lockgate.state.rocksdb import RocksDBSettings
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
-DESCRIPTOR_VERSION = 4
+DESCRIPTOR_VERSION = 5
 RESTORE_VERSION = 3
-
-
-def _load(data: bytes, where: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        raise RecordFormatError(f"{where} is not JSON ({len(data)} bytes)") from None
-
-
-def _keyed_state_to_json(settings: KeyedStateSettings) -> dict[str, Any]:
-    rocksdb = settings.rocksdb
-    return {
-        "backend": settings.backend,
-        "job_id": settings.job_id,
-        "incremental": settings.incremental,
-        "local_dirs": list(settings.local_dirs),
-        "rocksdb": {
-            "write_buffer_bytes": rocksdb.write_buffer_bytes,
-            "block_cache_bytes": rocksdb.block_cache_bytes,
-            "cache_entries": rocksdb.cache_entries,
-            "background_jobs": rocksdb.background_jobs,
-            "compaction_style": rocksdb.compaction_style,
-        },
-    }
-
-
-def _keyed_state_from_json(raw: Any, where: str) -> KeyedStateSettings:
-    where = f"{where}, keyed state settings"
-    if not isinstance(raw, dict):
-        raise RecordFormatError(f"{where} are not an object")
-    rocksdb = field(raw, "rocksdb", dict, where)
-    local_dirs = field(raw, "local_dirs", list, where)
-    if not all(isinstance(d, str) for d in local_dirs):
-        raise RecordFormatError(f"{where}: field 'local_dirs' must list directories")
-    return KeyedStateSettings(
-        backend=field(raw, "backend", str, where),
-        job_id=field(raw, "job_id", str, where),
-        incremental=field(raw, "incremental", bool, where),
-        local_dirs=tuple(local_dirs),
-        rocksdb=RocksDBSettings(
-            write_buffer_bytes=field(rocksdb, "write_buffer_bytes", int, where),
-            block_cache_bytes=field(rocksdb, "block_cache_bytes", int, where),
-            cache_entries=field(rocksdb, "cache_entries", int, where),
-            background_jobs=field(rocksdb, "background_jobs", int, where),
-            compaction_style=field(rocksdb, "compaction_style", str, where),
-        ),
-    )
 
 
 def run_id(job_id: str, generation: int) -> str:
@@ -79,7 +29,7 @@ def run_id(job_id: str, generation: int) -> str:
 
 
 @dataclass(frozen=True)
-class BatchBounds:
+class BatchBounds(Record):
     """Most records, and most bytes of pickled records, in one batch; a record larger than
     ``bytes`` travels alone (a record cannot be split)."""
 
@@ -88,7 +38,7 @@ class BatchBounds:
 
 
 @dataclass(frozen=True)
-class TaskDeploymentDescriptor:
+class TaskDeploymentDescriptor(Record, format=DESCRIPTOR_FORMAT, version=DESCRIPTOR_VERSION):
     """One task's instructions for one epoch, the same for all its subtasks."""
 
     vertex: int
@@ -111,63 +61,13 @@ class TaskDeploymentDescriptor:
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds  # of the shuffle batches the subtask's channel writers send
 
-    def encode(self) -> bytes:
-        body = {
-            "vertex": self.vertex,
-            "source": self.source,
-            "run": self.run,
-            "epoch": self.epoch,
-            "end_of_input": self.end_of_input,
-            "source_ends": self.source_ends,
-            "savepoint_url": self.savepoint_url,
-            "tag": self.tag,
-            "checkpoint": self.checkpoint,
-            "ack_dir": self.ack_dir,
-            "committed_epoch": self.committed_epoch,
-            "commit_on_checkpoint": self.commit_on_checkpoint,
-            "reports_attempt": self.reports_attempt,
-            "inject_failure": self.inject_failure,
-            "work_url": self.work_url,
-            "state_url": self.state_url,
-            "staging_url": self.staging_url,
-            "keyed_state": _keyed_state_to_json(self.keyed_state),
-            "batch_records": self.batch_bounds.records,
-            "batch_bytes": self.batch_bounds.bytes,
-        }
-        return json.dumps(envelope(DESCRIPTOR_FORMAT, DESCRIPTOR_VERSION, body)).encode()
-
-    @staticmethod
-    def decode(data: bytes) -> TaskDeploymentDescriptor:
-        where = "the task deployment descriptor"
-        body = open_envelope(_load(data, where), DESCRIPTOR_FORMAT, DESCRIPTOR_VERSION, where)
-        where = f"{where} of task {body.get('vertex')!r} epoch {body.get('epoch')!r}"
-        return TaskDeploymentDescriptor(
-            vertex=field(body, "vertex", int, where),
-            source=field(body, "source", bool, where),
-            run=field(body, "run", str, where),
-            epoch=field(body, "epoch", int, where),
-            end_of_input=field(body, "end_of_input", bool, where),
-            source_ends=field(body, "source_ends", bool, where),
-            savepoint_url=field(body, "savepoint_url", (str, type(None)), where),
-            tag=field(body, "tag", str, where),
-            checkpoint=field(body, "checkpoint", bool, where),
-            ack_dir=field(body, "ack_dir", str, where),
-            committed_epoch=field(body, "committed_epoch", int, where),
-            commit_on_checkpoint=field(body, "commit_on_checkpoint", bool, where),
-            reports_attempt=field(body, "reports_attempt", bool, where),
-            inject_failure=field(body, "inject_failure", bool, where),
-            work_url=field(body, "work_url", str, where),
-            state_url=field(body, "state_url", str, where),
-            staging_url=field(body, "staging_url", str, where),
-            keyed_state=_keyed_state_from_json(body.get("keyed_state"), where),
-            batch_bounds=BatchBounds(
-                field(body, "batch_records", int, where), field(body, "batch_bytes", int, where)
-            ),
-        )
+    @classmethod
+    def decode(cls, data: bytes | str, where: str = "the task deployment descriptor") -> Self:
+        return super().decode(data, where)
 
 
 @dataclass(frozen=True)
-class SubtaskRestore:
+class SubtaskRestore(Record, format=RESTORE_FORMAT, version=RESTORE_VERSION):
     """What one subtask needs to rebuild itself as of epoch n-1 if its worker lacks it."""
 
     vertex: int
@@ -181,52 +81,18 @@ class SubtaskRestore:
     managed: dict[str, list[OperatorStatePart]]  # operator uid -> its operator state
     restored_epoch: int | None  # the epoch the state is of (None: the start of the job)
 
-    def encode(self) -> bytes:
-        body = {
-            "vertex": self.vertex,
-            "subtask": self.subtask,
-            "run": self.run,
-            "attempt": self.attempt,
-            "keyed": self.keyed.to_json() if self.keyed is not None else None,
-            "operators": self.operators,
-            "watermarks": self.watermarks,
-            "claimed": self.claimed,
-            "managed": {
-                uid: [part.to_json() for part in parts] for uid, parts in self.managed.items()
-            },
-            "restored_epoch": self.restored_epoch,
-        }
-        document = envelope(RESTORE_FORMAT, RESTORE_VERSION, body)
-        return json.dumps(document, separators=(",", ":")).encode()
-
-    @staticmethod
-    def decode(data: bytes, vertex: int, subtask: int, run: str) -> SubtaskRestore:
-        """The restore of subtask ``subtask`` of task ``vertex`` in run ``run``; another
-        one (a partition routed wrongly, a stale run) is an error."""
+    @classmethod
+    def for_subtask(cls, data: bytes, vertex: int, subtask: int, run: str) -> SubtaskRestore:
+        """The restore of subtask ``subtask`` of task ``vertex`` in run ``run``, from its
+        JSON ``data``; another one (a partition routed wrongly, a stale run) is an error."""
         where = f"the restore of subtask {subtask} of task {vertex} (run {run})"
-        body = open_envelope(_load(data, where), RESTORE_FORMAT, RESTORE_VERSION, where)
-        keyed: dict[str, Any] | None = field(body, "keyed", (dict, type(None)), where)
-        restore = SubtaskRestore(
-            vertex=field(body, "vertex", int, where),
-            subtask=field(body, "subtask", int, where),
-            run=field(body, "run", str, where),
-            attempt=field(body, "attempt", (str, type(None)), where),
-            keyed=manifest_from_json(keyed, where) if keyed is not None else None,
-            operators=field(body, "operators", dict, where),
-            watermarks=watermarks_field(body, where),
-            claimed=field(body, "claimed", bool, where),
-            managed={
-                uid: [
-                    OperatorStatePart.from_json(part, f"{where}, operator state of {uid!r}")
-                    for part in parts
-                ]
-                for uid, parts in field(body, "managed", dict, where).items()
-            },
-            restored_epoch=field(body, "restored_epoch", (int, type(None)), where),
-        )
-        if (restore.vertex, restore.subtask, restore.run) != (vertex, subtask, run):
-            raise RecordFormatError(
-                f"{where} names subtask {restore.subtask} of task {restore.vertex} "
-                f"(run {restore.run})"
-            )
+        restore = cls.decode(data, where)
+        restore.check(vertex, subtask, run, where)
         return restore
+
+    def check(self, vertex: int, subtask: int, run: str, where: str) -> None:
+        """It must be the restore of subtask ``subtask`` of task ``vertex`` in run ``run``."""
+        if (self.vertex, self.subtask, self.run) != (vertex, subtask, run):
+            raise RecordFormatError(
+                f"{where} names subtask {self.subtask} of task {self.vertex} (run {self.run})"
+            )

@@ -9,7 +9,6 @@ epoch, whatever Python worker Spark runs the task in.
 
 from __future__ import annotations
 
-import json
 import pickle
 import sys
 from collections.abc import Iterable, Iterator
@@ -20,8 +19,15 @@ from pyspark import SparkFiles, TaskContext
 
 from lockgate.core.source import SplitAssignment, SplitEnumerator
 from lockgate.runtime.messages.host_protocol import EpochStart
-from lockgate.runtime.messages.spark_items import ATTEMPT_TAG, PLACEMENT_EDGE, Output
-from lockgate.runtime.messages.task_deployment import TaskDeploymentDescriptor
+from lockgate.runtime.messages.spark_items import (
+    AttemptReport,
+    ChannelItem,
+    CollectedRecords,
+    HostOutput,
+    ItemKind,
+    ShuffleItem,
+)
+from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 from lockgate.runtime.sparktask.host_client import HostSession
 
 
@@ -32,7 +38,7 @@ def source_input(
     (JSON, checked when the host reads it) and its payload (data, pickled like records)."""
     return [
         (
-            json.dumps(assignment.to_json()).encode(),
+            assignment.encode(),
             pickle.dumps(enumerator.payload(assignment), pickle.HIGHEST_PROTOCOL),
         )
         for assignment in assignments
@@ -48,8 +54,8 @@ class EpochTask:
     task decodes only its own. The restores of a task after a shuffle are not in its input
     so that the stages before it can run before they are known (pipelined epochs).
 
-    Output items are ``(target subtask, (edge, sender, attempt, sequence, pickled batch))``
-    for the next stage's shuffle, and negative tags for the driver.
+    Output items are ``ShuffleItem``s for the next stage's shuffle, and ``CollectedRecords``
+    and ``AttemptReport``s for the driver (``spark_items``).
     """
 
     def __init__(
@@ -67,52 +73,52 @@ class EpochTask:
         # this attempt's state files and the version of the subtask it leaves behind
         version = f"{task.tag}a{context.taskAttemptId() if context is not None else 0}"
         if self.restores is None:
-            restore, inputs = _source_partition(items)
+            encoded, inputs = _source_partition(items)
         else:
-            restore, inputs = self.restores[index], _shuffled_input(items)
+            encoded, inputs = self.restores[index], _shuffled_input(items)
+        restore = SubtaskRestore.for_subtask(encoded, task.vertex, index, task.run)
         host = open_session(task.run, task.vertex, index)
         try:
             start = EpochStart(
-                _local_descriptor(task), list(sys.path), restore.decode(), index, version, attempt
+                _local_descriptor(task), list(sys.path), restore, index, version, attempt
             )
             host.begin(start, lambda: self.graph.value)
             if task.source:
                 for raw, payload in inputs:
                     yield from _spark_items(host.source(raw, payload), index, version)
             else:
-                for edge, sender, sender_attempt, sequence, blob in inputs:
-                    outputs = host.batch(edge, sender, sender_attempt, sequence, blob)
-                    yield from _spark_items(outputs, index, version)
+                for item in inputs:
+                    yield from _spark_items(host.batch(item), index, version)
             yield from _spark_items(host.finish(), index, version)
         finally:
             host.close()
         if task.reports_attempt:
-            yield ATTEMPT_TAG, (task.vertex, index, version)
+            yield AttemptReport(task.vertex, index, version)
 
 
-def _local_descriptor(task: TaskDeploymentDescriptor) -> str:
+def _local_descriptor(task: TaskDeploymentDescriptor) -> TaskDeploymentDescriptor:
     """The descriptor, with the keyed state's local directories resolved on this executor
     (Spark tells its workers where the application's local files go, not other processes)."""
     if task.keyed_state.local_dirs:
-        return task.encode().decode()
+        return task
     local_dirs = (SparkFiles.getRootDirectory(),)
-    return (
-        replace(task, keyed_state=replace(task.keyed_state, local_dirs=local_dirs))
-        .encode()
-        .decode()
-    )
+    return replace(task, keyed_state=replace(task.keyed_state, local_dirs=local_dirs))
 
 
 # How a task reaches its subtask's host (tests run hosts in-process)
 open_session = HostSession
 
 
-def _spark_items(outputs: Iterable[Output], index: int, version: str) -> Iterator[Any]:
-    for target, edge, sequence, blob in outputs:
-        if target < 0:
-            yield target, blob  # to the driver
+def _spark_items(outputs: Iterable[HostOutput], index: int, version: str) -> Iterator[Any]:
+    """A subtask's outputs as Spark items: shuffle items, and records for the driver."""
+    for output in outputs:
+        if output.kind is ItemKind.COLLECTED:
+            yield CollectedRecords(output.payload)
         else:
-            yield target, (edge, index, version, sequence, blob)
+            item = ChannelItem(
+                output.kind, output.edge, index, version, output.sequence, output.payload
+            )
+            yield ShuffleItem(output.target, item)
 
 
 def _source_partition(items: Iterable[Any]) -> tuple[bytes, list[Any]]:
@@ -121,12 +127,13 @@ def _source_partition(items: Iterable[Any]) -> tuple[bytes, list[Any]]:
     return restore, assignments
 
 
-def _shuffled_input(items: Iterable[Any]) -> list[Any]:
-    """A shuffled input's batches in a deterministic order, (edge, sender, sequence),
-    without the placement markers."""
-    payloads = [payload for _, payload in items if payload[0] != PLACEMENT_EDGE]
-    return sorted(payloads, key=_channel_order)
+def _shuffled_input(items: Iterable[tuple[int, ChannelItem]]) -> list[ChannelItem]:
+    """A shuffled input's items (the values of its (target, item) pairs) in a
+    deterministic order, (edge, sender, sequence), without the placement markers."""
+    placement = ItemKind.PLACEMENT
+    channel = [item for _, item in items if item.kind is not placement]
+    return sorted(channel, key=_channel_order)
 
 
-def _channel_order(payload: tuple[int, int, str, int, Any]) -> tuple[int, int, int]:
-    return payload[0], payload[1], payload[3]
+def _channel_order(item: ChannelItem) -> tuple[int, int, int]:
+    return item.edge, item.sender, item.sequence

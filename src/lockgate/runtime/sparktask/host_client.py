@@ -19,13 +19,14 @@ from lockgate.runtime.messages import host_protocol as protocol
 from lockgate.runtime.messages.host_protocol import (
     EpochDone,
     EpochStart,
+    FrameKind,
     FrameReader,
     HostFailure,
     HostReleased,
     HostRequest,
     HostStarted,
 )
-from lockgate.runtime.messages.spark_items import Output
+from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput
 from lockgate.runtime.sparktask.executor_identity import spark_host
 
 START_TIMEOUT_S = 60.0  # for a new host to bind its socket (imports on a loaded machine)
@@ -104,16 +105,17 @@ def _start_host(request: HostRequest) -> None:
     )
     with manager:
         manager.settimeout(START_TIMEOUT_S)
-        protocol.send_record(manager, protocol.SPAWN, request)
+        protocol.send_record(manager, FrameKind.SPAWN, request)
         try:
             kind, payload = FrameReader(manager).read()
         except (ConnectionError, TimeoutError) as exc:
             status = f"the task manager did not answer ({exc})"
         else:
-            if kind != protocol.SPAWNED:
-                status = f"the task manager answered with a frame of kind {kind}"
+            if kind is not FrameKind.SPAWNED:
+                status = f"the task manager answered with a {kind.name} frame"
             else:
-                status = HostStarted.from_json(protocol.load_json(payload, "an answer")).status
+                where = "the answer to a request for a subtask host"
+                status = HostStarted.decode(payload, where).status
     if status not in ("ready", "exists"):
         raise RuntimeError(
             f"the host of subtask {request.index} of task {request.vertex} (run {request.run}) "
@@ -168,56 +170,49 @@ class HostSession:
                 self.reader = FrameReader(self.sock)
 
     def _begin(self, start: EpochStart, graph: Callable[[], bytes]) -> None:
-        protocol.send_record(self.sock, protocol.START, start)
+        protocol.send_record(self.sock, FrameKind.START, start)
         kind, payload = self.reader.read()
-        if kind == protocol.NEED_GRAPH:
-            protocol.send(self.sock, protocol.GRAPH, graph())
+        if kind is FrameKind.NEED_GRAPH:
+            protocol.send(self.sock, FrameKind.GRAPH, graph())
             kind, payload = self.reader.read()
         self._expect_ready(kind, payload)
 
-    def source(self, assignment: bytes, payload: bytes) -> Iterator[Output]:
-        protocol.send(self.sock, protocol.SOURCE, *protocol.source_frame(assignment, payload))
+    def source(self, assignment: bytes, payload: bytes) -> Iterator[HostOutput]:
+        protocol.send(self.sock, FrameKind.SOURCE, *protocol.source_frame(assignment, payload))
         return self._outputs()
 
-    def batch(
-        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes
-    ) -> Iterator[Output]:
-        encoded = attempt.encode()
-        header = protocol.BATCH_HEADER.pack(edge, sender, sequence, len(encoded))
-        protocol.send(self.sock, protocol.BATCH, header, encoded, blob)
+    def batch(self, item: ChannelItem) -> Iterator[HostOutput]:
+        protocol.send(self.sock, FrameKind.BATCH, *protocol.batch_frame(item))
         return self._outputs()
 
-    def finish(self) -> Iterator[Output]:
-        protocol.send(self.sock, protocol.FINISH)
+    def finish(self) -> Iterator[HostOutput]:
+        protocol.send(self.sock, FrameKind.FINISH)
         return self._outputs()
 
     def close(self) -> None:
         self.reader.close()
         self.sock.close()
 
-    def _outputs(self) -> Iterator[Output]:
-        read = self.reader.read
-        unpack = protocol.OUTPUT_HEADER.unpack_from
-        size = protocol.OUTPUT_HEADER.size
+    def _outputs(self) -> Iterator[HostOutput]:
+        read, output = self.reader.read, protocol.read_output_frame
         while True:
             kind, payload = read()
-            if kind == protocol.OUTPUT:
-                target, edge, sequence = unpack(payload)
-                yield target, edge, sequence, payload[size:]
-            elif kind == protocol.DONE:
-                EpochDone.from_json(protocol.load_json(payload, "an epoch's end"))  # checked
+            if kind is FrameKind.OUTPUT:
+                yield output(payload)
+            elif kind is FrameKind.DONE:
+                EpochDone.decode(payload, f"the end of an epoch of {self.where}")  # checked
                 return
             else:
                 self._expect_ready(kind, payload)
                 return
 
-    def _expect_ready(self, kind: int, payload: bytes) -> None:
-        if kind == protocol.READY:
+    def _expect_ready(self, kind: FrameKind, payload: bytes) -> None:
+        if kind is FrameKind.READY:
             return
-        if kind == protocol.FAILED:
-            failure = HostFailure.from_json(protocol.load_json(payload, "a host failure"))
+        if kind is FrameKind.FAILED:
+            failure = HostFailure.decode(payload, f"a failure reported by the host of {self.where}")
             raise SubtaskHostError(f"{self.where} failed in its host:\n{failure.report}")
-        raise RuntimeError(f"{self.where}: its host sent a frame of kind {kind}")
+        raise RuntimeError(f"{self.where}: its host sent a {kind.name} frame")
 
 
 # Release ----------------------------------------------------------------------------------
@@ -250,12 +245,12 @@ def release_hosts(run: str, timeout_s: float = RELEASE_TIMEOUT_S) -> list[str]:
         try:
             pid = protocol.peer_credentials(sock)[0]
             sock.settimeout(timeout_s)
-            protocol.send(sock, protocol.RELEASE)
+            protocol.send(sock, FrameKind.RELEASE)
             kind, payload = FrameReader(sock).read()
-            if kind != protocol.RELEASED:
-                problems.append(f"{shown}: answered a release with a frame of kind {kind}")
+            if kind is not FrameKind.RELEASED:
+                problems.append(f"{shown}: answered a release with a {kind.name} frame")
                 continue
-            released = HostReleased.from_json(protocol.load_json(payload, "a release"))
+            released = HostReleased.decode(payload, f"the release reported by {shown}")
             if released.close_error is not None:
                 problems.append(f"{shown}: close() failed: {released.close_error}")
         except TimeoutError:

@@ -21,6 +21,7 @@ from random import Random
 from typing import Any
 
 from lockgate.common.watermark_strategy import LONG_MIN
+from lockgate.runtime.messages.spark_items import HostOutput, ItemKind
 from lockgate.runtime.messages.task_deployment import BatchBounds
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext, resolve_callable
 from lockgate.runtime.subtaskhost.watermarks import ChannelEnd
@@ -94,20 +95,24 @@ class ChannelWriter(Operator):
     def flush(self, buffer_index: int) -> None:
         if self.buffers[buffer_index]:
             batch = dumps(self.contents(buffer_index), HIGHEST_PROTOCOL)
+            edge, sequence, outbox = self.edge_id, self.sequence, self.ctx.outbox
             for target in self.partitions(buffer_index):
-                self.ctx.outbox.append((target, self.edge_id, self.sequence, batch))
-            self.sequence += 1
+                outbox.append(HostOutput(ItemKind.BATCH, target, edge, sequence, batch))
+            self.sequence = sequence + 1
 
     def end_channels(self, end: ChannelEnd) -> None:
         """Flush, then end every target's epoch with a marker carrying ``end`` (the
         watermark), even when nothing was sent: it also tells the receiver which attempt
         sent this epoch's output (the driver accepts the attempts whose output was
-        consumed)."""
+        consumed). A marker's sequence number follows those of all the edge's batches."""
         marker = end.encode()
         for buffer_index in range(len(self.buffers)):
             self.flush(buffer_index)
+        for buffer_index in range(len(self.buffers)):
             for target in self.partitions(buffer_index):
-                self.ctx.outbox.append((target, self.edge_id, -1, marker))
+                self.ctx.outbox.append(
+                    HostOutput(ItemKind.CHANNEL_END, target, self.edge_id, self.sequence, marker)
+                )
         self.sequence = 0
 
 

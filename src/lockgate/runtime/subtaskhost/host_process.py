@@ -21,24 +21,24 @@ import traceback
 from lockgate.runtime.messages import host_protocol as protocol
 from lockgate.runtime.messages.host_protocol import (
     EpochStart,
+    FrameKind,
     FrameReader,
     HostFailure,
     HostReleased,
     HostRequest,
     HostStarted,
 )
-from lockgate.runtime.messages.spark_items import Output
+from lockgate.runtime.messages.spark_items import HostOutput
 from lockgate.runtime.subtaskhost.cancellation import CancelWatch, TaskGone
 from lockgate.runtime.subtaskhost.subtask_host import SubtaskHost
 
 log = logging.getLogger("lockgate")
 
 
-def _send_outputs(conn: socket.socket, outputs: list[Output]) -> None:
-    for target, edge, sequence, blob in outputs:
-        protocol.send(
-            conn, protocol.OUTPUT, protocol.OUTPUT_HEADER.pack(target, edge, sequence), blob
-        )
+def _send_outputs(conn: socket.socket, outputs: list[HostOutput]) -> None:
+    send, frame = protocol.send, protocol.output_frame
+    for output in outputs:
+        send(conn, FrameKind.OUTPUT, *frame(output))
 
 
 class _Connection:
@@ -64,62 +64,59 @@ class _Connection:
             kind, payload = self.reader.read()
         except OSError:  # the task left before it said anything (HostConnectionLost)
             return False
-        if kind == protocol.RELEASE:
+        if kind is FrameKind.RELEASE:
             held = self.host.subtask is not None
             close_error = self.host.release()
-            self._reply(protocol.RELEASED, HostReleased(held, close_error))
+            self._reply(FrameKind.RELEASED, HostReleased(held, close_error))
             return True
         try:
-            if kind != protocol.START:
-                raise RuntimeError(f"a task opened with a frame of kind {kind}, not START")
-            start = EpochStart.from_json(protocol.load_json(payload, "an epoch start"))
+            if kind is not FrameKind.START:
+                raise RuntimeError(f"a task opened with a {kind.name} frame, not START")
+            start = EpochStart.decode(payload, "an epoch start sent to a subtask host")
             _extend_path(start.python_path)
             with self.watch.working():
                 self.host.begin(start, self._graph)
-            protocol.send(self.conn, protocol.READY)
+            protocol.send(self.conn, FrameKind.READY)
             return self._epoch()
         except (TaskGone, ConnectionError):
             self.host.abort()  # the task is gone (killed or cancelled)
             return True
         except Exception:
             self.host.abort()
-            self._reply(protocol.FAILED, HostFailure(traceback.format_exc()))
+            self._reply(FrameKind.FAILED, HostFailure(traceback.format_exc()))
             return True
 
     def _epoch(self) -> bool:
         conn, host, working = self.conn, self.host, self.watch.working
         while True:
             kind, payload = self.reader.read()
-            if kind == protocol.BATCH:
-                edge, sender, sequence, length = protocol.BATCH_HEADER.unpack_from(payload)
-                start = protocol.BATCH_HEADER.size
-                attempt = payload[start : start + length].decode()
-                blob = payload[start + length :]
+            if kind is FrameKind.BATCH:
+                item = protocol.read_batch_frame(payload)
                 with working():
-                    outputs = host.batch(edge, sender, attempt, sequence, blob)
+                    outputs = host.batch(item)
                 _send_outputs(conn, outputs)
-            elif kind == protocol.SOURCE:
+            elif kind is FrameKind.SOURCE:
                 with working():
-                    outputs = host.source(*protocol.split_source_frame(payload))
+                    outputs = host.source(*protocol.read_source_frame(payload))
                 _send_outputs(conn, outputs)
-            elif kind == protocol.FINISH:
+            elif kind is FrameKind.FINISH:
                 with working():
                     outputs, done = host.finish()
                 _send_outputs(conn, outputs)
-                protocol.send_record(conn, protocol.DONE, done)
+                protocol.send_record(conn, FrameKind.DONE, done)
                 return done.closed
             else:
-                raise RuntimeError(f"unexpected frame of kind {kind} inside an epoch")
-            protocol.send(conn, protocol.READY)
+                raise RuntimeError(f"unexpected {kind.name} frame inside an epoch")
+            protocol.send(conn, FrameKind.READY)
 
     def _graph(self) -> bytes:
-        protocol.send(self.conn, protocol.NEED_GRAPH)
+        protocol.send(self.conn, FrameKind.NEED_GRAPH)
         kind, payload = self.reader.read()
-        if kind != protocol.GRAPH:
-            raise RuntimeError(f"asked for the job graph, the task sent a frame of kind {kind}")
+        if kind is not FrameKind.GRAPH:
+            raise RuntimeError(f"asked for the job graph, the task sent a {kind.name} frame")
         return payload
 
-    def _reply(self, kind: int, record: HostFailure | HostReleased) -> None:
+    def _reply(self, kind: FrameKind, record: HostFailure | HostReleased) -> None:
         with contextlib.suppress(OSError):  # the task is gone; nobody is left to tell
             protocol.send_record(self.conn, kind, record)
 
@@ -182,4 +179,4 @@ def run_host(requester: socket.socket, request: HostRequest, daemon_pid: int) ->
 
 def _answer(requester: socket.socket, status: str) -> None:
     with requester, contextlib.suppress(OSError):  # gone: the next task finds the host by name
-        protocol.send_record(requester, protocol.SPAWNED, HostStarted(status))
+        protocol.send_record(requester, FrameKind.SPAWNED, HostStarted(status))

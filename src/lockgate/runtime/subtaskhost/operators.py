@@ -19,7 +19,7 @@ from lockgate.common.typeinfo import TypeInformation
 from lockgate.common.watermark_strategy import LONG_MIN
 from lockgate.graph.operator_spec import REDUCE_STATE_NAME, OperatorKind, OperatorSpec
 from lockgate.runtime.errors import UserFunctionError, preview
-from lockgate.runtime.messages.spark_items import COLLECT_TAG
+from lockgate.runtime.messages.spark_items import HostOutput, ItemKind
 from lockgate.runtime.subtaskhost.context import (
     FunctionInitializationContext,
     FunctionSnapshotContext,
@@ -49,7 +49,7 @@ class OperatorContext:
     parallelism: int
     runtime_context: SubtaskRuntimeContext
     keyed_backend: Any
-    outbox: list[Any]
+    outbox: list[HostOutput]
     #: the timestamp of the record being processed, shared by the chain
     record: RecordTimestamp
     epoch: int = 0
@@ -546,7 +546,8 @@ class CollectSinkOperator(Operator):
 
     def end_epoch(self) -> None:
         if self.batch:
-            self.ctx.outbox.append((COLLECT_TAG, -1, 0, dumps(self.batch, HIGHEST_PROTOCOL)))
+            records = dumps(self.batch, HIGHEST_PROTOCOL)
+            self.ctx.outbox.append(HostOutput(ItemKind.COLLECTED, 0, 0, 0, records))
             self.batch = []
 
 

@@ -23,6 +23,7 @@ from lockgate.common.watermark_strategy import LONG_MAX, LONG_MIN
 from lockgate.core.fs.storage import Storage
 from lockgate.graph.job_graph import JobEdge, JobGraph, JobVertex, StreamEdge, StreamNode
 from lockgate.graph.transformations import PartitioningKind
+from lockgate.runtime.messages.spark_items import HostOutput
 from lockgate.runtime.messages.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.subtaskhost.channels import (
     BroadcastWriter,
@@ -196,7 +197,7 @@ class Subtask:
         self.record = RecordTimestamp()
         self.epoch = 0
         self.version: str | None = None  # of the last epoch it acknowledged (see EpochTask)
-        self.outbox: list[Any] = []
+        self.outbox: list[HostOutput] = []
         self.batch_bounds = batch_bounds
         self.backend: KeyedStateBackend | None = None
         self.restore = restore

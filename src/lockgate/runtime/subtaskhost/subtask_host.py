@@ -11,7 +11,6 @@ it rebuilds the subtask from the restore the task brings (checkpoint storage).
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import time
 import traceback
@@ -26,7 +25,7 @@ from lockgate.graph.shipped_graph import read_shipped
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.messages.host_protocol import EpochDone, EpochStart, HostRequest
-from lockgate.runtime.messages.spark_items import Output
+from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, ItemKind
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 from lockgate.runtime.subtaskhost.staging_log import StagingLog
 from lockgate.runtime.subtaskhost.subtask import Subtask
@@ -74,13 +73,19 @@ class SubtaskHost:
         accepted it, else one rebuilt from ``start.restore`` (``graph`` gives the job)."""
         if self.epoch is not None:
             self.abort()  # the task of an unfinished epoch is gone (killed, cancelled)
-        task = TaskDeploymentDescriptor.decode(start.descriptor.encode())
+        task = start.descriptor
         if (task.run, task.vertex, start.index) != (self.run, self.vertex, self.index):
             raise RuntimeError(
                 f"the host of subtask {self.index} of task {self.vertex} (run {self.run}) was "
                 f"handed subtask {start.index} of task {task.vertex} (run {task.run})"
             )
-        restore = SubtaskRestore.decode(start.restore.encode(), task.vertex, start.index, task.run)
+        restore = start.restore
+        restore.check(
+            task.vertex,
+            start.index,
+            task.run,
+            f"the restore of subtask {start.index} of task {task.vertex} (run {task.run})",
+        )
         subtask = self.subtask
         # Reuse only the very version the driver accepted for epoch n-1: another attempt of
         # that epoch (a retry, a run cancelled by a timeout) may have finished here too, with
@@ -100,7 +105,7 @@ class SubtaskHost:
         subtask.begin_epoch(task.epoch, task.commit_on_checkpoint, start.attempt, staging)
         subtask.outbox.clear()
 
-    def source(self, raw_assignment: bytes, payload: bytes) -> list[Output]:
+    def source(self, raw_assignment: bytes, payload: bytes) -> list[HostOutput]:
         """Read one split assignment of a source subtask; the output it produced."""
         epoch, subtask = self._running()
         source, operator = subtask.source, subtask.source_operator
@@ -111,7 +116,7 @@ class SubtaskHost:
             f"{self.index} of task {self.vertex}"
         )
         epoch.assignments += 1
-        assignment = SplitAssignment.from_json(json.loads(raw_assignment), where)
+        assignment = SplitAssignment.decode(raw_assignment, where)
         reader = source.read(assignment, loads(payload), epoch.progress)
         split = assignment.split
         while True:
@@ -123,12 +128,11 @@ class SubtaskHost:
         operator.split_read(split, epoch.progress.get(split))
         return self._drain(subtask)
 
-    def batch(
-        self, edge: int, sender: int, attempt: str, sequence: int, blob: bytes
-    ) -> list[Output]:
-        """Process one shuffled batch, or (``sequence`` -1) the sender's end-of-epoch
-        marker, which carries its watermark."""
+    def batch(self, item: ChannelItem) -> list[HostOutput]:
+        """Process one shuffled batch, or the sender's end-of-epoch marker
+        (``CHANNEL_END``), which carries its watermark."""
         epoch, subtask = self._running()
+        edge, sender, attempt = item.edge, item.sender, item.attempt
         channel = channel_name(edge, sender)
         if epoch.consumed.setdefault(channel, attempt) != attempt:
             raise RuntimeError(  # Spark reads one map output per partition
@@ -136,17 +140,21 @@ class SubtaskHost:
                 f"the output of two attempts of subtask {sender} of its input edge {edge}: "
                 f"{epoch.consumed[channel]} and {attempt}"
             )
-        if sequence < 0:
+        if item.kind is ItemKind.BATCH:
+            epoch.records_in += subtask.deliver[edge](loads(item.payload))
+            return self._drain(subtask)
+        if item.kind is ItemKind.CHANNEL_END:
             where = (
                 f"the end-of-epoch marker of subtask {sender} of edge {edge} to subtask "
                 f"{self.index} of task {self.vertex} (epoch {epoch.task.epoch})"
             )
-            epoch.channel_ends[(edge, sender)] = ChannelEnd.decode(blob, where)
+            epoch.channel_ends[(edge, sender)] = ChannelEnd.decode(item.payload, where)
             return []
-        epoch.records_in += subtask.deliver[edge](loads(blob))
-        return self._drain(subtask)
+        raise RuntimeError(
+            f"subtask {self.index} of task {self.vertex} was handed a {item.kind.name} item"
+        )
 
-    def finish(self) -> tuple[list[Output], EpochDone]:
+    def finish(self) -> tuple[list[HostOutput], EpochDone]:
         """End the epoch: snapshot the state, write the ack, and at the end of input close
         the subtask."""
         epoch, subtask = self._running()
@@ -198,9 +206,8 @@ class SubtaskHost:
             managed=managed,
             savepoint_managed=savepoint_managed,
         )
-        document = json.dumps(ack.to_json(), separators=(",", ":")).encode()
         Storage(task.work_url).create(
-            ack_name(task.ack_dir, task.vertex, self.index, epoch.version), document
+            ack_name(task.ack_dir, task.vertex, self.index, epoch.version), ack.encode()
         )
         subtask.version = epoch.version
         self.epoch = None
@@ -240,7 +247,7 @@ class SubtaskHost:
         return self.epoch, self.subtask
 
     @staticmethod
-    def _drain(subtask: Subtask) -> list[Output]:
+    def _drain(subtask: Subtask) -> list[HostOutput]:
         outbox = subtask.outbox
         items = outbox[:]
         outbox.clear()

@@ -10,12 +10,13 @@ have seen is operator state, so a restore continues from the watermark of the ch
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import repeat
 from numbers import Integral
 from typing import Any
 
 from lockgate.common.clock import processing_time_ms
-from lockgate.common.records import envelope, field, open_envelope
+from lockgate.common.records import Record
 from lockgate.common.type_conversion import Converter, RecordTypeError
 from lockgate.common.watermark_strategy import LONG_MAX, LONG_MIN
 from lockgate.core.source import SplitProgress
@@ -59,12 +60,16 @@ class _Assigning(Operator):
         return timestamp
 
 
+@dataclass(frozen=True)
+class TimestampsState(Record, format="lockgate-timestamps-and-watermarks", version=1):
+    """The operator state of a ``TimestampsAndWatermarksOperator``."""
+
+    max_timestamp: int
+
+
 class TimestampsAndWatermarksOperator(_Assigning):
     """``assign_timestamps_and_watermarks``: watermarks from the timestamps this subtask saw,
     whatever its input's watermarks (except the end of input, which passes through)."""
-
-    STATE_FORMAT = "lockgate-timestamps-and-watermarks"
-    STATE_VERSION = 1
 
     def __init__(self, ctx: OperatorContext, strategy: Any):
         super().__init__(ctx, strategy)
@@ -126,14 +131,11 @@ class TimestampsAndWatermarksOperator(_Assigning):
         return due if due > processing_time_ms() else None
 
     def snapshot_state(self) -> Any:
-        return envelope(
-            self.STATE_FORMAT, self.STATE_VERSION, {"max_timestamp": self.max_timestamp}
-        )
+        return TimestampsState(self.max_timestamp).to_json()
 
     def restore_state(self, state: Any) -> None:
         where = f"the state of operator '{self.ctx.name}' (uid '{self.ctx.uid}')"
-        body = open_envelope(state, self.STATE_FORMAT, self.STATE_VERSION, where)
-        self.max_timestamp = field(body, "max_timestamp", int, where)
+        self.max_timestamp = TimestampsState.from_json(state, where).max_timestamp
 
 
 class SourceOperator(_Assigning):

@@ -17,12 +17,11 @@ nor idle; at the end of a bounded input every source sends ``LONG_MAX``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.common.records import Record
 from lockgate.common.watermark_strategy import LONG_MIN
 
 CHANNEL_END_FORMAT = "lockgate-channel-end"
@@ -30,25 +29,12 @@ CHANNEL_END_VERSION = 1
 
 
 @dataclass(frozen=True)
-class ChannelEnd:
+class ChannelEnd(Record, format=CHANNEL_END_FORMAT, version=CHANNEL_END_VERSION):
     """What a channel's end-of-epoch marker tells the receiver: the sender's watermark, and
     whether the sender is idle (its watermark then holds nobody back)."""
 
     watermark: int
     idle: bool
-
-    def encode(self) -> bytes:
-        body = {"watermark": self.watermark, "idle": self.idle}
-        return json.dumps(envelope(CHANNEL_END_FORMAT, CHANNEL_END_VERSION, body)).encode()
-
-    @staticmethod
-    def decode(data: bytes, where: str) -> ChannelEnd:
-        try:
-            raw = json.loads(data)
-        except ValueError:
-            raise RecordFormatError(f"{where} is not JSON ({len(data)} bytes)") from None
-        body = open_envelope(raw, CHANNEL_END_FORMAT, CHANNEL_END_VERSION, where)
-        return ChannelEnd(field(body, "watermark", int, where), field(body, "idle", bool, where))
 
 
 def combine(inputs: Iterable[tuple[int, bool]], last: int) -> tuple[int, bool]:
@@ -78,6 +64,13 @@ def bounded_watermark(max_timestamp: int, out_of_orderness_ms: int | None) -> in
 
 SPLITS_FORMAT = "lockgate-split-watermarks"
 SPLITS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SplitWatermarksState(Record, format=SPLITS_FORMAT, version=SPLITS_VERSION):
+    """The operator state of a source's ``SplitWatermarks``."""
+
+    max_timestamps: dict[str, int]  # split -> the highest timestamp read of it
 
 
 class SplitWatermarks:
@@ -136,14 +129,11 @@ class SplitWatermarks:
         later = [int(t) for t in due if t > now_ms]
         return min(later) if later else None
 
-    def snapshot(self) -> dict[str, Any]:
-        return envelope(SPLITS_FORMAT, SPLITS_VERSION, {"max_timestamps": self.max_timestamps})
+    def snapshot(self) -> Any:
+        return SplitWatermarksState(self.max_timestamps).to_json()
 
     def restore(self, raw: Any, where: str, now_ms: float) -> None:
-        body = open_envelope(raw, SPLITS_FORMAT, SPLITS_VERSION, where)
-        stamps = field(body, "max_timestamps", dict, where)
-        if not all(type(v) is int for v in stamps.values()):
-            raise RecordFormatError(f"{where}: field 'max_timestamps' must map splits to ints")
+        stamps = SplitWatermarksState.from_json(raw, where).max_timestamps
         self.max_timestamps = dict(stamps)
         # idleness counts again from the restore, as in Flink
         self.last_active = dict.fromkeys(stamps, now_ms)

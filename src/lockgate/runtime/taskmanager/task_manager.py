@@ -21,7 +21,7 @@ import socket
 import sys
 
 from lockgate.runtime.messages import host_protocol as protocol
-from lockgate.runtime.messages.host_protocol import FrameReader, HostRequest
+from lockgate.runtime.messages.host_protocol import FrameKind, FrameReader, HostRequest
 from lockgate.runtime.subtaskhost.host_process import run_host, watch_daemon
 
 log = logging.getLogger("lockgate")
@@ -35,9 +35,9 @@ _PRELOAD = ("pyspark.cloudpickle", "lockgate.datastream", "lockgate.state.rocksd
 def _start_host(conn: socket.socket, listener: socket.socket, daemon_pid: int) -> None:
     """Fork the host a task asked for; the host answers the task itself."""
     kind, payload = FrameReader(conn).read()
-    if kind != protocol.SPAWN:
-        raise RuntimeError(f"a task sent the task manager a frame of kind {kind}")
-    request = HostRequest.from_json(protocol.load_json(payload, "a host request"))
+    if kind is not FrameKind.SPAWN:
+        raise RuntimeError(f"a task sent the task manager a {kind.name} frame")
+    request = HostRequest.decode(payload, "a request for a subtask host")
     if os.fork() == 0:
         try:
             listener.close()

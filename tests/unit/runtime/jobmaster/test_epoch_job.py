@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from lockgate.runtime.jobmaster.epoch_job import _ToConsumer
+from lockgate.runtime.messages.spark_items import (
+    ChannelItem,
+    CollectedRecords,
+    ItemKind,
+    ShuffleItem,
+)
 
 
 def test_a_task_with_several_consumers_sends_each_only_its_edges():
     keep = _ToConsumer(frozenset({4}))
-    assert keep((0, (4, 0, "a", 0, [1])))
-    assert not keep((0, (5, 0, "a", 0, [1])))
-    assert not keep((-2, ("collected",)))
+    assert keep(ShuffleItem(0, ChannelItem(ItemKind.BATCH, 4, 0, "a", 0, b"")))
+    assert not keep(ShuffleItem(0, ChannelItem(ItemKind.BATCH, 5, 0, "a", 0, b"")))
+    assert not keep(CollectedRecords(b"collected"))

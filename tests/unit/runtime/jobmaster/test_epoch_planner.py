@@ -51,7 +51,7 @@ def test_an_epoch_hands_every_task_its_descriptor_and_every_subtask_its_restore(
         carried = plan.source_restores.get(vertex.id)
         assert (carried is None) == (task.restores is not None) == (not vertex.is_source)
         restores = [
-            SubtaskRestore.decode(data, vertex.id, i, plan.run)
+            SubtaskRestore.for_subtask(data, vertex.id, i, plan.run)
             for i, data in enumerate(carried or task.restores)
         ]
         assert [r.subtask for r in restores] == list(range(vertex.parallelism))
@@ -160,7 +160,7 @@ def test_the_next_epoch_is_planned_ahead_from_where_the_running_one_leaves_the_s
     assert (assignment.start, assignment.max_records) == (4, 4)
     assert set(ahead.tasks) == {source.id}  # the tasks after the sources wait for epoch 1
     [restore] = [
-        SubtaskRestore.decode(data, source.id, i, ahead.run)
+        SubtaskRestore.for_subtask(data, source.id, i, ahead.run)
         for i, data in enumerate(ahead.source_restores[source.id])
     ]
     # the source subtask goes on from the very attempt of epoch 1 that ran (its ack's)
@@ -178,7 +178,7 @@ def test_a_plan_made_ahead_is_completed_with_the_state_the_epoch_before_left(tmp
     assert whole.checkpoint  # on the clock, once the epoch before completed
     counter = job.vertex(source.id + 1)
     restores = [
-        SubtaskRestore.decode(data, counter.id, i, whole.run)
+        SubtaskRestore.for_subtask(data, counter.id, i, whole.run)
         for i, data in enumerate(whole.tasks[counter.id].restores)
     ]
     assert [r.attempt for r in restores] == [None, "keyed-version"]

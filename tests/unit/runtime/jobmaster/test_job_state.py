@@ -170,7 +170,7 @@ def test_acks_accumulate_key_groups_and_advance_sources():
     assert restore[0].operators["files"]["next_part"] == 2
     assert restore[0].claimed is True
     assert [restore[i].attempt for i in (0, 1)] == ["e2a10", "e2a11"]  # the accepted acks
-    decoded = SubtaskRestore.decode(restore[1].encode(), counter.id, 1, "job#0")
+    decoded = SubtaskRestore.for_subtask(restore[1].encode(), counter.id, 1, "job#0")
     assert decoded == restore[1]
 
 

@@ -56,7 +56,7 @@ def test_damaged_source_progress_names_the_file_and_the_split():
     raw["source_progress"]["1"] = {"position": "40", "finished": True}
     with pytest.raises(
         RecordFormatError,
-        match=r"acks/1-2.json, progress of split '1': field 'position' is str '40', not int",
+        match=r"acks/1-2.json, source_progress\['1'\]: field 'position' is str '40', not int",
     ):
         SubtaskAck.from_json(raw, "acks/1-2.json")
 
@@ -85,8 +85,14 @@ def test_acks_are_created_exclusively_one_per_attempt(tmp_path):
     [
         (lambda s: s.pop("changes"), "lacks the field 'changes'"),
         (lambda s: s["changes"].update(backend="leveldb"), "unknown backend 'leveldb'"),
-        (lambda s: s["changes"]["files"].update(x=["u"]), "files\\['x'\\] is list \\['u'\\], not \\[url, size\\]"),
-        (lambda s: s["changes"].update(kinds={"count": 3}), "field 'kinds'\\['count'\\] is int 3, not str"),
+        (
+            lambda s: s["changes"]["files"].update(x=["u"]),
+            "files\\['x'\\] is list \\['u'\\], not \\[url, size\\]",
+        ),
+        (
+            lambda s: s["changes"].update(kinds={"count": 3}),
+            "field 'kinds'\\['count'\\] is int 3, not str",
+        ),
         (lambda s: s.update(entries="3"), "field 'entries' is str"),
     ],
 )

@@ -137,7 +137,7 @@ def test_records_round_trip():
         ({"format": "other"}, "is not a lockgate-storage-probe record"),
         ({"version": 9}, "of version 9"),
         ({"targets": [{"key": "k", "url": "u", "mode": "delete"}]}, "unknown probe mode"),
-        ({"targets": ["k"]}, "a target is str"),
+        ({"targets": ["k"]}, r"targets\[0\] is not an object"),
         ({"token": 5}, "field 'token' is int"),
     ],
 )
@@ -149,7 +149,9 @@ def test_damaged_orders_are_refused(change, message):
 
 def test_damaged_reports_are_refused():
     raw = ProbeReport("1", "1", "h", (), ()).to_json()
-    with pytest.raises(RecordFormatError, match="'written' must hold"):
+    with pytest.raises(
+        RecordFormatError, match=r"field 'written'\[0\] is list \['only-a-key'\], not \[str, str\]"
+    ):
         ProbeReport.from_json({**raw, "written": [["only-a-key"]]}, "report")
     with pytest.raises(RecordFormatError, match="lacks the field 'failures'"):
         ProbeReport.from_json({k: v for k, v in raw.items() if k != "failures"}, "report")

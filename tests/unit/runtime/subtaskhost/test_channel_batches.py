@@ -16,6 +16,7 @@ from epoch_harness import HASHMAP, Cluster
 
 from lockgate.common.watermark_strategy import LONG_MIN
 from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.messages.spark_items import ItemKind, ShuffleItem
 from lockgate.runtime.messages.task_deployment import BatchBounds
 from lockgate.runtime.subtaskhost.channels import (
     BroadcastWriter,
@@ -79,17 +80,16 @@ def write(kind: str, bounds: BatchBounds, records: list[Any], attempt: str = "a1
 
 def batches(items: list[Any]) -> list[tuple[int, int, list[bytes]]]:
     """(target partition, sequence number, pickled records) of every batch, in output order:
-    of a writer's outbox items (target, edge, sequence, pickled batch) or of a task's output
-    items (target, (edge, sender, attempt, sequence, pickled batch))."""
+    of a writer's outbox items (HostOutput) or of a task's output items (ShuffleItem)."""
     found = []
     for item in items:
-        if len(item) == 2:
-            partition, (_, _, _, sequence, blob) = item
-        else:
-            partition, _, sequence, blob = item
-        if sequence < 0:
+        partition, carried = (
+            (item.target, item.channel) if isinstance(item, ShuffleItem) else (item.target, item)
+        )
+        if carried.kind is not ItemKind.BATCH:
             continue  # the end-of-epoch marker
-        batch = loads(blob)
+        sequence = carried.sequence
+        batch = loads(carried.payload)
         data = batch[1] if isinstance(batch, tuple) else batch
         if isinstance(batch, tuple):
             assert len(batch[0]) == len(data)  # a key group per record
@@ -213,7 +213,7 @@ def test_rescale_goes_round_robin_over_the_block_and_ends_every_channel():
     items = feed(writer, list(range(10)))
     received = {p: [loads(d) for d in data] for p, _, data in batches(items)}
     assert received == {2: [0, 2, 4, 6, 8], 3: [1, 3, 5, 7, 9]}
-    markers = {target for target, _, sequence, _ in items if sequence < 0}
+    markers = {item.target for item in items if item.kind is ItemKind.CHANNEL_END}
     assert markers == {0, 1, 2, 3}  # every receiver expects a marker from every sender
 
 
@@ -314,11 +314,11 @@ def test_a_timestamped_edge_carries_each_records_timestamp_beside_it(kind):
     writer.end_channels(ChannelEnd(1500, False))
     stamped = {}
     markers = []
-    for _, _, sequence, blob in writer.ctx.outbox:
-        if sequence < 0:
-            markers.append(ChannelEnd.decode(blob, "marker"))
+    for item in writer.ctx.outbox:
+        if item.kind is ItemKind.CHANNEL_END:
+            markers.append(ChannelEnd.decode(item.payload, "marker"))
             continue
-        batch = loads(blob)
+        batch = loads(item.payload)
         data, timestamps = batch[-2:]
         assert len(data) == len(timestamps)
         stamped.update({loads(d): t for d, t in zip(data, timestamps, strict=True)})
@@ -333,6 +333,12 @@ def test_a_broadcast_writer_sends_every_batch_and_marker_to_every_target():
     writer = make_writer("broadcast", BatchBounds(records=4, bytes=1 << 20))
     items = feed(writer, list(range(10)))
     for target in range(TARGETS):
-        mine = [item for item in items if item[0] == target]
-        assert [item[2] for item in mine] == [0, 1, 2, -1]  # three batches, then the marker
-        assert [r for item in mine[:-1] for r in map(loads, loads(item[3]))] == list(range(10))
+        mine = [item for item in items if item.target == target]
+        # three batches, then the marker
+        assert [(item.kind, item.sequence) for item in mine] == [
+            (ItemKind.BATCH, 0),
+            (ItemKind.BATCH, 1),
+            (ItemKind.BATCH, 2),
+            (ItemKind.CHANNEL_END, 3),
+        ]
+        assert [r for item in mine[:-1] for r in map(loads, loads(item.payload))] == list(range(10))
