@@ -55,7 +55,6 @@ from typing import (
     Literal,
     NamedTuple,
     Self,
-    TypeVar,
     Union,
     get_args,
     get_origin,
@@ -631,38 +630,3 @@ class _RecordCodec:
                 f"{loc}: it is a {raw[self.tag]!r} {self.tag}, not {self.tag_value!r}"
             )
         return raw
-
-
-# Hand-written records not yet on the codec (removed once none is left) ---------------------
-
-T = TypeVar("T")
-
-
-def envelope(format_name: str, version: int, body: dict[str, Any]) -> dict[str, Any]:
-    return {"format": format_name, "version": version, **body}
-
-
-def open_envelope(raw: Any, format_name: str, version: int, where: str) -> dict[str, Any]:
-    """The fields of a record, after checking that it is ``format_name`` at ``version``."""
-    if not isinstance(raw, dict) or raw.get("format") != format_name:
-        raise RecordFormatError(f"{where} is not a {format_name} record")
-    if raw.get("version") != version:
-        raise RecordFormatError(
-            f"{where} is a {format_name} record of version {raw.get('version')!r}; this "
-            f"lockgate reads version {version}"
-        )
-    return raw
-
-
-def field(raw: dict[str, Any], name: str, kind: type[T] | tuple[type, ...], where: str) -> T:
-    """``raw[name]``, which must exist and be of ``kind`` (bool is not an int here)."""
-    if name not in raw:
-        raise RecordFormatError(f"{where} lacks the field '{name}'")
-    value = raw[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-    if isinstance(value, bool) and bool not in kinds:
-        raise RecordFormatError(f"{where}: field '{name}' is {value!r}, not {names}")
-    if not isinstance(value, kinds):
-        raise RecordFormatError(f"{where}: field '{name}' is {_found(value)}, not {names}")
-    return value  # type: ignore[return-value]

@@ -7,29 +7,18 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
-from lockgate.core.source import SplitAssignment, SplitEnumerator, SplitProgress, position_field
+from lockgate.common.records import Record, RecordFormatError
+from lockgate.core.source import Position, SplitAssignment, SplitEnumerator, SplitProgress
 
 OFFSET_STATE_FORMAT = "lockgate-offset-splits"
 OFFSET_STATE_VERSION = 1
 
 
 @dataclass(frozen=True)
-class OffsetSplitsState:
+class OffsetSplitsState(Record, format=OFFSET_STATE_FORMAT, version=OFFSET_STATE_VERSION):
     """The checkpoint state of an ``OffsetSplitEnumerator``: every split's position."""
 
-    positions: dict[str, int]
-
-    def to_json(self) -> dict[str, Any]:
-        return envelope(OFFSET_STATE_FORMAT, OFFSET_STATE_VERSION, {"positions": self.positions})
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> OffsetSplitsState:
-        body = open_envelope(raw, OFFSET_STATE_FORMAT, OFFSET_STATE_VERSION, where)
-        positions = field(body, "positions", dict, where)
-        return OffsetSplitsState(
-            {split: position_field(positions, split, f"{where}, positions") for split in positions}
-        )
+    positions: dict[str, Position]
 
 
 class OffsetSplitEnumerator(SplitEnumerator):
@@ -87,7 +76,8 @@ class OffsetSplitEnumerator(SplitEnumerator):
         return all(self.positions[split] >= end for split, end in self.ends.items())
 
     def snapshot(self) -> dict[str, Any]:
-        return OffsetSplitsState(dict(self.positions)).to_json()
+        state: dict[str, Any] = OffsetSplitsState(dict(self.positions)).to_json()
+        return state
 
     def restore(self, snapshot: Any, where: str) -> None:
         positions = OffsetSplitsState.from_json(snapshot, where).positions

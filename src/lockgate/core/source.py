@@ -31,17 +31,6 @@ ASSIGNMENT_VERSION = 1
 Position = Annotated[int, Minimum(0, "a position")]
 
 
-def position_field(raw: dict[str, Any], name: str, where: str) -> int:
-    """``raw[name]``, which must be a position (until the connectors' records are on the
-    codec)."""
-    from lockgate.common.records import RecordFormatError, field
-
-    value: int = field(raw, name, int, where)
-    if value < 0:
-        raise RecordFormatError(f"{where}: field '{name}' is {value}, not a position (>= 0)")
-    return value
-
-
 class SourceError(RuntimeError):
     """A source cannot read its input: a missing, unreadable or undecodable file."""
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
-from lockgate.common.records import Record, RecordFormatError, value_from_json
+from lockgate.common.records import Record, RecordFormatError
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.snapshot import GroupHandle
 
@@ -179,12 +179,6 @@ def empty(backend: str) -> KeyedStateManifest:
     if backend == ROCKSDB:
         return RocksDBManifest({}, {}, None)
     return HeapManifest({}, {})
-
-
-def manifest_from_json(raw: Any, where: str) -> KeyedStateManifest:
-    """A manifest of any backend, by its field "backend"; damage names ``where``."""
-    manifest: KeyedStateManifest = value_from_json(KeyedStateManifest, raw, where)
-    return manifest
 
 
 def urls(manifest: KeyedStateManifest) -> set[str]:

@@ -174,11 +174,11 @@ def test_collection_restore_of_a_position_past_the_split_is_rejected():
         ({"format": "lockgate-offset-splits", "version": 1}, "lacks the field 'positions'"),
         (
             {"format": "lockgate-offset-splits", "version": 1, "positions": {"0": "1"}},
-            "positions: field '0' is str '1', not int",
+            r"field 'positions'\['0'\] is str '1', not int",
         ),
         (
             {"format": "lockgate-offset-splits", "version": 1, "positions": {"0": -1}},
-            "positions: field '0' is -1, not a position",
+            r"field 'positions'\['0'\] is -1, not a position",
         ),
     ],
 )
@@ -562,15 +562,15 @@ def file_snapshot(**changes) -> dict:
         ({"positions": {}, "owner": {}, "finished": []}, "is not a lockgate-file-source-splits"),
         (file_snapshot(format="lockgate-offset-splits"), "is not a lockgate-file-source-splits"),
         (file_snapshot(version=2), "of version 2; this lockgate reads version 1"),
-        (file_snapshot(reading={}), "field 'reading' is dict {}, not list"),
-        (file_snapshot(reading=[["/in/a", 0, 1]]), "reading entry 0 is not an object"),
+        (file_snapshot(reading={}), "field 'reading' is dict {}, not a list"),
+        (file_snapshot(reading=[["/in/a", 0, 1]]), r"reading\[0\] is not an object"),
         (
             file_snapshot(reading=[{"path": "/in/a", "subtask": 0}]),
-            "reading entry 0 lacks the field 'position'",
+            r"reading\[0\] lacks the field 'position'",
         ),
         (
             file_snapshot(reading=[{"path": "/in/a", "subtask": 0, "position": -5}]),
-            "reading entry 0: field 'position' is -5, not a position",
+            r"reading\[0\]: field 'position' is -5, not a position",
         ),
         (
             file_snapshot(reading=[{"path": "/in/a", "subtask": -1, "position": 0}]),

@@ -12,11 +12,12 @@ from typing import Any
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
+from lockgate.common.records import Record, RecordFormatError
 from lockgate.connectors.file.sink import SinkError
 
 
 @dataclass(frozen=True)
-class PartCommittable:
+class PartCommittable(Record):
     """A pending part file of one epoch and the name it gets when committed."""
 
     epoch: int
@@ -24,23 +25,13 @@ class PartCommittable:
     final: str  # URL it is committed to
     size: int  # bytes: a final file of another size is not this part
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "epoch": self.epoch,
-            "pending": self.pending,
-            "final": self.final,
-            "size": self.size,
-        }
-
-    @staticmethod
-    def from_json(raw: Any) -> PartCommittable:
+    @classmethod
+    def read(cls, raw: Any) -> PartCommittable:
+        """The committable in ``raw``; a damaged one is a ``SinkError``."""
         try:
-            committable = PartCommittable(
-                int(raw["epoch"]), str(raw["pending"]), str(raw["final"]), int(raw["size"])
-            )
-        except (KeyError, TypeError, ValueError):
-            raise SinkError(f"not a FileSink committable: {raw!r}") from None
-        return committable
+            return cls.from_json(raw, f"{raw!r:.120}")
+        except RecordFormatError as exc:
+            raise SinkError(f"not a FileSink committable: {exc}") from None
 
 
 def commit_part(part: PartCommittable) -> None:

@@ -12,7 +12,7 @@ class FileCommitter(Committer):
     """Commits the FileSink's pending part files on the driver."""
 
     def commit(self, committable: Any) -> None:
-        commit_part(PartCommittable.from_json(committable))
+        commit_part(PartCommittable.read(committable))
 
     def staged_files(self, committable: Any) -> list[str]:
-        return [PartCommittable.from_json(committable).pending]
+        return [PartCommittable.read(committable).pending]

@@ -30,19 +30,19 @@ import heapq
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Annotated, Any
 
 from fsspec.core import url_to_fs
 
-from lockgate.common.records import RecordFormatError, envelope, field, open_envelope
+from lockgate.common.records import Custom, Record, RecordFormatError
 from lockgate.core.source import (
+    Position,
     SourceError,
     SplitAssignment,
     SplitEnumerator,
     SplitProgress,
-    position_field,
 )
 
 STATE_FORMAT = "lockgate-file-source-splits"
@@ -72,15 +72,15 @@ def list_visible_files(paths: list[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class FileSplit:
+class FileSplit(Record):
     """A file being read: the subtask that reads it and the byte offset it reached."""
 
     path: str
     subtask: int
-    position: int
+    position: Position
 
 
-def _front_code(paths: tuple[str, ...]) -> list[list[Any]]:
+def _front_code(paths: Iterable[str]) -> list[list[Any]]:
     """Paths in order, each as ``[length of the prefix shared with the previous path, the
     rest]``."""
     coded: list[list[Any]] = []
@@ -92,7 +92,9 @@ def _front_code(paths: tuple[str, ...]) -> list[list[Any]]:
     return coded
 
 
-def _front_decode(coded: list[Any], where: str) -> list[str]:
+def _front_decode(coded: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(coded, list):
+        raise RecordFormatError(f"{where} is {type(coded).__name__} {coded!r:.80}, not a list")
     paths: list[str] = []
     previous = ""
     for number, entry in enumerate(coded):
@@ -114,53 +116,25 @@ def _front_decode(coded: list[Any], where: str) -> list[str]:
             )
         paths.append(path)
         previous = path
-    return paths
+    return tuple(paths)
 
 
 @dataclass(frozen=True)
-class FileEnumeratorState:
+class FileEnumeratorState(Record, format=STATE_FORMAT, version=STATE_VERSION):
     """The checkpoint state of a ``FileEnumerator``."""
 
     reading: tuple[FileSplit, ...]  # files not read to their end, by path
-    finished: tuple[str, ...]  # files read to their end that the last listing showed, sorted
+    # files read to their end that the last listing showed, sorted (front-coded in JSON)
+    finished: Annotated[tuple[str, ...], Custom(_front_code, _front_decode)]
 
-    def to_json(self) -> dict[str, Any]:
-        return envelope(
-            STATE_FORMAT,
-            STATE_VERSION,
-            {
-                "reading": [
-                    {"path": s.path, "subtask": s.subtask, "position": s.position}
-                    for s in self.reading
-                ],
-                "finished": _front_code(self.finished),
-            },
-        )
-
-    @staticmethod
-    def from_json(raw: Any, where: str) -> FileEnumeratorState:
-        body = open_envelope(raw, STATE_FORMAT, STATE_VERSION, where)
-        reading: list[FileSplit] = []
-        for number, entry in enumerate(field(body, "reading", list, where)):
-            at = f"{where}, reading entry {number}"
-            if not isinstance(entry, dict):
-                raise RecordFormatError(f"{at} is not an object")
-            reading.append(
-                FileSplit(
-                    field(entry, "path", str, at),
-                    field(entry, "subtask", int, at),
-                    position_field(entry, "position", at),
-                )
-            )
-        finished = _front_decode(field(body, "finished", list, where), f"{where}, finished")
-        paths = Counter(split.path for split in reading)
+    def validate(self, where: str) -> None:
+        paths = Counter(split.path for split in self.reading)
         for path, count in paths.items():
             if count > 1:
                 raise RecordFormatError(f"{where}: {path} is in 'reading' {count} times")
-        both = paths.keys() & set(finished)
+        both = paths.keys() & set(self.finished)
         if both:
             raise RecordFormatError(f"{where}: {min(both)} is both being read and finished")
-        return FileEnumeratorState(tuple(reading), tuple(finished))
 
 
 class FileEnumerator(SplitEnumerator):
@@ -223,7 +197,8 @@ class FileEnumerator(SplitEnumerator):
             # even one taken before the first epoch was planned.
             self._list()
         reading = tuple(sorted(self.reading.values(), key=lambda split: split.path))
-        return FileEnumeratorState(reading, tuple(sorted(self.finished))).to_json()
+        state: dict[str, Any] = FileEnumeratorState(reading, tuple(sorted(self.finished))).to_json()
+        return state
 
     def restore(self, snapshot: Any, where: str) -> None:
         state = FileEnumeratorState.from_json(snapshot, where)

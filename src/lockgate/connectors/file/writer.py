@@ -60,7 +60,7 @@ class FileSinkWriter(Operator):
 
     def restore_state(self, state: dict[str, Any]) -> None:
         self.next_part = int(state["next_part"])
-        self.pending = [PartCommittable.from_json(raw) for raw in state.get("committables", ())]
+        self.pending = [PartCommittable.read(raw) for raw in state.get("committables", ())]
 
     def notify_checkpoint_complete(self, epoch: int) -> None:
         self.pending = [part for part in self.pending if part.epoch > epoch]

@@ -466,7 +466,10 @@ def with_coordinator_state(coordinator_state) -> CheckpointMetadata:
     ("coordinator_state", "what"),
     [
         ({"positions": {"0": 7}}, "is not a lockgate-offset-splits record"),
-        ({**positions_at(7), "positions": {"0": "7"}}, "field '0' is str '7', not int"),
+        (
+            {**positions_at(7), "positions": {"0": "7"}},
+            r"field 'positions'\['0'\] is str '7', not int",
+        ),
         ({**positions_at(7), "positions": {}}, r"splits \[\], but now has \['0'\]"),
         (positions_at(11), "position 11 of split '0' is outside its range \\[0, 10\\]"),
     ],

@@ -113,5 +113,5 @@ def test_a_damaged_record_is_rejected_naming_the_file(registry):
     registry.storage.write_json(
         "e1/3-0-e1a1.json", {"format": "lockgate-staged-files", "version": 1, "epoch": 1}
     )
-    with pytest.raises(RecordFormatError, match=r"3-0-e1a1.json lacks the field 'files'"):
+    with pytest.raises(RecordFormatError, match=r"3-0-e1a1.json lacks the field 'vertex'"):
         list(registry.records())
