@@ -40,6 +40,10 @@ class SubtaskAck(Record, format=FORMAT, version=VERSION):
     records_in: int
     source_progress: dict[str, SplitProgress]  # split -> where reading stopped (source subtasks)
     state: KeyedStateSnapshot | None  # keyed subtasks
+    # keyed subtasks in a savepoint's epoch (keyword-only: declared here for the JSON order)
+    savepoint: CanonicalManifest | None = dataclass_field(default=None, kw_only=True)
+    # why its state could not go into the savepoint
+    savepoint_error: str | None = dataclass_field(default=None, kw_only=True)
     operators: dict[str, Any]  # operator uid -> operator state
     watermarks: dict[str, int]  # operator uid -> its watermark at the end of the epoch
     # in how long, by the subtask's own clock, it next needs an epoch: its earliest
@@ -50,8 +54,6 @@ class SubtaskAck(Record, format=FORMAT, version=VERSION):
     location: str  # the Spark host of the subtask's host ("" in local mode)
     duration_ms: float
     consumed: dict[str, str]  # input channel (edge/sender) -> attempt whose output it read
-    savepoint: CanonicalManifest | None = None  # keyed subtasks in a savepoint's epoch
-    savepoint_error: str | None = None  # why its state could not go into the savepoint
     # operator uid -> the operator state of its function: the live one, the savepoint's
     managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)
     savepoint_managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)
