@@ -11,8 +11,9 @@ sinks for the driver. Its task passes them on as Spark items:
 - ``AttemptReport``: the attempt that produced the output of a task whose output reaches
   the driver (a result stage).
 
-Records are pickled once, by the subtask that emits them, in batches (``channels``); these
-items only carry the batches and are pickled once more per batch by Spark.
+Records are pickled once, by the subtask that emits them, and travel in batches
+(``RecordBatch``, pickled once more as the payload of a BATCH item); Spark pickles the items
+that carry them, once per batch.
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ class ItemKind(IntEnum):
     CHANNEL_END = 2  # the end of an edge's epoch to one subtask: a ChannelEnd record
     PLACEMENT = 3  # nothing: it only places the receiving task (see EpochJob._task_input)
     COLLECTED = 4  # records of collect sinks, for the driver: a pickled list of pickles
+
+
+class RecordBatch(NamedTuple):
+    """The payload of a BATCH item, once unpickled: the records of one edge for one
+    subtask."""
+
+    records: list[bytes]  # each pickled on its own when it was emitted
+    key_groups: list[int] | None  # of each record, on an edge partitioned by key group
+    timestamps: list[int] | None  # of each record, on an edge whose records have them
 
 
 class HostOutput(NamedTuple):

@@ -21,7 +21,7 @@ from random import Random
 from typing import Any
 
 from lockgate.common.watermark_strategy import LONG_MIN
-from lockgate.runtime.messages.spark_items import HostOutput, ItemKind
+from lockgate.runtime.messages.spark_items import HostOutput, ItemKind, RecordBatch
 from lockgate.runtime.messages.task_deployment import BatchBounds
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext, resolve_callable
 from lockgate.runtime.subtaskhost.watermarks import ChannelEnd
@@ -66,17 +66,17 @@ class ChannelWriter(Operator):
         """The target subtasks of a buffer's batches."""
         return (buffer_index,)
 
-    def contents(self, buffer_index: int) -> Any:
+    def contents(self, buffer_index: int) -> RecordBatch:
         """What a batch holds: the pickled records, and their timestamps if the edge has
         them. Takes them out of the buffers."""
         buffer = self.buffers[buffer_index]
         self.buffers[buffer_index] = []
         self.sizes[buffer_index] = 0
         if self.timestamps is None:
-            return buffer
+            return RecordBatch(buffer, None, None)
         timestamps = self.timestamps[buffer_index]
         self.timestamps[buffer_index] = []
-        return buffer, timestamps
+        return RecordBatch(buffer, None, timestamps)
 
     def _append(self, target: int, value: Any) -> None:
         """Buffer ``value`` for the ``target`` subtask, flushing the batch it would overfill."""
@@ -370,11 +370,8 @@ class KeyGroupWriter(ChannelWriter):
             if stamps is not None:
                 stamps[target].append(timestamp)
 
-    def contents(self, buffer_index: int) -> Any:
-        """(key groups, pickled records[, timestamps])."""
+    def contents(self, buffer_index: int) -> RecordBatch:
+        """The pickled records with their key groups (and timestamps)."""
         groups = self.group_buffers[buffer_index]
         self.group_buffers[buffer_index] = []
-        contents = super().contents(buffer_index)
-        if self.timestamps is None:
-            return groups, contents
-        return groups, *contents
+        return super().contents(buffer_index)._replace(key_groups=groups)

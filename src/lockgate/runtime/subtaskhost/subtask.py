@@ -23,7 +23,7 @@ from lockgate.common.watermark_strategy import LONG_MAX, LONG_MIN
 from lockgate.core.fs.storage import Storage
 from lockgate.graph.job_graph import JobEdge, JobGraph, JobVertex, StreamEdge, StreamNode
 from lockgate.graph.transformations import PartitioningKind
-from lockgate.runtime.messages.spark_items import HostOutput
+from lockgate.runtime.messages.spark_items import HostOutput, RecordBatch
 from lockgate.runtime.messages.task_deployment import BatchBounds, SubtaskRestore
 from lockgate.runtime.subtaskhost.channels import (
     BroadcastWriter,
@@ -60,7 +60,7 @@ from lockgate.state.restore_operation import restore_operation
 from lockgate.state.savepoint_state import write_savepoint_state
 
 # Takes one shuffled batch to the head operator; returns the number of records in it.
-BatchConsumer = Callable[[Any], int]
+BatchConsumer = Callable[[RecordBatch], int]
 
 
 def _fan_out(targets: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
@@ -147,28 +147,25 @@ def _emitter(
     return emit
 
 
-def _keyed_batches(head: Operator, key_fn: Any, timestamped: bool) -> BatchConsumer:
-    """Batches of a key-group edge, ``(key groups, values[, timestamps])``, to a keyed head."""
+def _keyed_batches(head: Operator, key_fn: Any) -> BatchConsumer:
+    """Batches of a key-group edge (their records come with their key groups) to a keyed
+    head."""
 
-    def deliver(batch: tuple[Any, ...]) -> int:
-        head.process_keyed_batch(batch[0], batch[1], key_fn, batch[2] if timestamped else None)
-        return len(batch[1])
+    def deliver(batch: RecordBatch) -> int:
+        key_groups = batch.key_groups
+        assert key_groups is not None  # a key-group edge's writer sends them
+        head.process_keyed_batch(key_groups, batch.records, key_fn, batch.timestamps)
+        return len(batch.records)
 
     return deliver
 
 
-def _unkeyed_batches(head: Operator, keyed_edge: bool, timestamped: bool) -> BatchConsumer:
-    """Batches to an unkeyed head: ``values``, ``(values, timestamps)`` on a timestamped
-    edge, with the key groups first on a key-group edge."""
-    offset = 1 if keyed_edge else 0
+def _unkeyed_batches(head: Operator) -> BatchConsumer:
+    """Batches to an unkeyed head (the key groups of a key-group edge go unused)."""
 
-    def deliver(batch: Any) -> int:
-        if not keyed_edge and not timestamped:
-            values = [loads(data) for data in batch]
-            head.process_batch(values)
-            return len(values)
-        values = [loads(data) for data in batch[offset]]
-        head.process_batch(values, batch[offset + 1] if timestamped else None)
+    def deliver(batch: RecordBatch) -> int:
+        values = [loads(data) for data in batch.records]
+        head.process_batch(values, batch.timestamps)
         return len(values)
 
     return deliver
@@ -272,15 +269,14 @@ class Subtask:
             head_operator = built[id(head)]
             for edge in vertex.inputs:
                 by_key = edge.partitioning.kind is PartitioningKind.KEY_GROUP
-                timestamped = edge.stream_edge.source.timestamped
                 target = head_operator.input(edge.stream_edge.input_index)
                 if by_key and vertex.keyed:
                     key_fn = key_function(
                         edge.partitioning.key_selector, edge.partitioning.key_type
                     )
-                    self.deliver[edge.id] = _keyed_batches(target, key_fn, timestamped)
+                    self.deliver[edge.id] = _keyed_batches(target, key_fn)
                 else:
-                    self.deliver[edge.id] = _unkeyed_batches(target, by_key, timestamped)
+                    self.deliver[edge.id] = _unkeyed_batches(target)
 
     def _context(self, node: StreamNode, attempt: int) -> OperatorContext:
         runtime_context = SubtaskRuntimeContext(

@@ -90,9 +90,9 @@ def batches(items: list[Any]) -> list[tuple[int, int, list[bytes]]]:
             continue  # the end-of-epoch marker
         sequence = carried.sequence
         batch = loads(carried.payload)
-        data = batch[1] if isinstance(batch, tuple) else batch
-        if isinstance(batch, tuple):
-            assert len(batch[0]) == len(data)  # a key group per record
+        data = batch.records
+        if batch.key_groups is not None:
+            assert len(batch.key_groups) == len(data)  # a key group per record
         found.append((partition, sequence, data))
     return found
 
@@ -319,7 +319,7 @@ def test_a_timestamped_edge_carries_each_records_timestamp_beside_it(kind):
             markers.append(ChannelEnd.decode(item.payload, "marker"))
             continue
         batch = loads(item.payload)
-        data, timestamps = batch[-2:]
+        data, timestamps = batch.records, batch.timestamps
         assert len(data) == len(timestamps)
         stamped.update({loads(d): t for d, t in zip(data, timestamps, strict=True)})
     assert stamped == {
@@ -341,4 +341,5 @@ def test_a_broadcast_writer_sends_every_batch_and_marker_to_every_target():
             (ItemKind.BATCH, 2),
             (ItemKind.CHANNEL_END, 3),
         ]
-        assert [r for item in mine[:-1] for r in map(loads, loads(item.payload))] == list(range(10))
+        received = [r for item in mine[:-1] for r in map(loads, loads(item.payload).records)]
+        assert received == list(range(10))
