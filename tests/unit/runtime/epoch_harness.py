@@ -33,7 +33,7 @@ from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
 from lockgate.runtime.messages.host_protocol import EpochStart, HostRequest
-from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput
+from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, SourceSplit
 from lockgate.runtime.messages.task_deployment import BatchBounds, TaskDeploymentDescriptor
 from lockgate.runtime.sparktask import epoch_task
 from lockgate.runtime.sparktask.epoch_task import EpochTask, source_input
@@ -128,8 +128,8 @@ class _Session:
     def begin(self, start: EpochStart, graph: Callable[[], bytes]) -> None:
         self._call(self.host.begin, start, graph)
 
-    def source(self, assignment: bytes, payload: bytes) -> list[HostOutput]:
-        return self._call(self.host.source, assignment, payload)
+    def source(self, split: SourceSplit) -> list[HostOutput]:
+        return self._call(self.host.source, split)
 
     def batch(self, item: ChannelItem) -> list[HostOutput]:
         return self._call(self.host.batch, item)

@@ -34,6 +34,7 @@ from lockgate.runtime.messages.spark_items import (
     AttemptReport,
     CollectedRecords,
     ShuffleItem,
+    SourcePartition,
 )
 from lockgate.runtime.sparktask.epoch_task import source_input
 from lockgate.runtime.sparktask.host_client import release_hosts
@@ -317,7 +318,9 @@ class EpochJob:
         # stays small (no per-epoch broadcast).
         assignments = plan.assignments.get(vertex.id, {})
         parts = [
-            (plan.source_restores[vertex.id][i], source_input(enumerator, assignments.get(i, [])))
+            SourcePartition(
+                plan.source_restores[vertex.id][i], source_input(enumerator, assignments.get(i, []))
+            )
             for i in range(vertex.parallelism)
         ]
         places = self.placement.locations(vertex.id, vertex.parallelism)

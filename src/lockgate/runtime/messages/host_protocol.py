@@ -4,7 +4,7 @@ A frame is one byte of kind (``FrameKind``), four of length, then the payload. C
 frames carry typed JSON records; data frames carry a small binary header and the records'
 bytes, pickled once by the subtask that produced them (they pass through the task
 untouched): a BATCH frame carries a ``ChannelItem``, an OUTPUT frame a ``HostOutput``, a
-SOURCE frame a split assignment and its payload.
+SOURCE frame a ``SourceSplit``.
 
 The task speaks first (``START``); the host answers every frame of the task with the output
 it produced and then ``READY``, ``DONE`` or ``FAILED``, so neither side ever waits on a
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from lockgate.common.records import Record
-from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, ItemKind
+from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, ItemKind, SourceSplit
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 
 VERSION = 4
@@ -29,7 +29,7 @@ class FrameKind(IntEnum):
     # Task -> host
     START = 1  # EpochStart
     GRAPH = 2  # the cloudpickled job graph, when the host asked for it
-    SOURCE = 3  # one split assignment and its payload (source_frame)
+    SOURCE = 3  # one SourceSplit of the task's input (source_frame)
     BATCH = 4  # one ChannelItem of the task's input (batch_frame)
     FINISH = 5  # the epoch's input is complete
     RELEASE = 6  # close the subtask and exit (the run ended)
@@ -169,16 +169,15 @@ def _item_kind(value: int) -> ItemKind:
         raise RuntimeError(f"a data frame of unknown item kind {value}") from None
 
 
-def source_frame(assignment: bytes, payload: bytes) -> tuple[bytes, bytes, bytes]:
-    """The parts of a SOURCE frame: its head, the assignment's JSON, the pickled payload."""
-    return _SOURCE_HEAD.pack(len(assignment)), assignment, payload
+def source_frame(split: SourceSplit) -> tuple[bytes, bytes, bytes]:
+    """The parts of the SOURCE frame of ``split``: its head, its assignment, its payload."""
+    return _SOURCE_HEAD.pack(len(split.assignment)), split.assignment, split.payload
 
 
-def read_source_frame(frame: bytes) -> tuple[bytes, bytes]:
-    """(the assignment's JSON, the pickled payload) of a SOURCE frame."""
+def read_source_frame(frame: bytes) -> SourceSplit:
     (length,) = _SOURCE_HEAD.unpack_from(frame)
     start = _SOURCE_HEAD.size
-    return frame[start : start + length], frame[start + length :]
+    return SourceSplit(frame[start : start + length], frame[start + length :])
 
 
 # Control records ---------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """What a subtask hands its Spark task, and what the task hands Spark: named items.
 
+A source task's partition is one ``SourcePartition``: the subtask's restore and its split
+assignments (``SourceSplit``s). Any other task reads the shuffle items of its inputs.
+
 A subtask's output is a list of ``HostOutput``s: batches of pickled records for the subtasks
 of the next task, the end of each edge's epoch for each of them, and records of collect
 sinks for the driver. Its task passes them on as Spark items:
@@ -29,6 +32,20 @@ class ItemKind(IntEnum):
     CHANNEL_END = 2  # the end of an edge's epoch to one subtask: a ChannelEnd record
     PLACEMENT = 3  # nothing: it only places the receiving task (see EpochJob._task_input)
     COLLECTED = 4  # records of collect sinks, for the driver: a pickled list of pickles
+
+
+class SourceSplit(NamedTuple):
+    """What a source subtask reads of one split in an epoch."""
+
+    assignment: bytes  # its SplitAssignment record (JSON)
+    payload: bytes  # what the enumerator sends beside it (pickled, like records)
+
+
+class SourcePartition(NamedTuple):
+    """The partition of a source task that subtask i reads in an epoch (partition i)."""
+
+    restore: bytes  # the subtask's SubtaskRestore record (JSON)
+    splits: list[SourceSplit]
 
 
 class RecordBatch(NamedTuple):

@@ -26,6 +26,8 @@ from lockgate.runtime.messages.spark_items import (
     HostOutput,
     ItemKind,
     ShuffleItem,
+    SourcePartition,
+    SourceSplit,
 )
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 from lockgate.runtime.sparktask.host_client import HostSession
@@ -33,11 +35,11 @@ from lockgate.runtime.sparktask.host_client import HostSession
 
 def source_input(
     enumerator: SplitEnumerator, assignments: list[SplitAssignment]
-) -> list[tuple[bytes, bytes]]:
+) -> list[SourceSplit]:
     """A source subtask's partition data for one epoch: per assignment its control record
     (JSON, checked when the host reads it) and its payload (data, pickled like records)."""
     return [
-        (
+        SourceSplit(
             assignment.encode(),
             pickle.dumps(enumerator.payload(assignment), pickle.HIGHEST_PROTOCOL),
         )
@@ -72,10 +74,12 @@ class EpochTask:
         # Unique in the application (a resubmitted stage counts attempts from 0 again): names
         # this attempt's state files and the version of the subtask it leaves behind
         version = f"{task.tag}a{context.taskAttemptId() if context is not None else 0}"
+        splits: list[SourceSplit] = []
+        channel: list[ChannelItem] = []
         if self.restores is None:
-            encoded, inputs = _source_partition(items)
+            encoded, splits = _source_partition(items)
         else:
-            encoded, inputs = self.restores[index], _shuffled_input(items)
+            encoded, channel = self.restores[index], _shuffled_input(items)
         restore = SubtaskRestore.for_subtask(encoded, task.vertex, index, task.run)
         host = open_session(task.run, task.vertex, index)
         try:
@@ -83,12 +87,10 @@ class EpochTask:
                 _local_descriptor(task), list(sys.path), restore, index, version, attempt
             )
             host.begin(start, lambda: self.graph.value)
-            if task.source:
-                for raw, payload in inputs:
-                    yield from _spark_items(host.source(raw, payload), index, version)
-            else:
-                for item in inputs:
-                    yield from _spark_items(host.batch(item), index, version)
+            for split in splits:
+                yield from _spark_items(host.source(split), index, version)
+            for item in channel:
+                yield from _spark_items(host.batch(item), index, version)
             yield from _spark_items(host.finish(), index, version)
         finally:
             host.close()
@@ -121,10 +123,10 @@ def _spark_items(outputs: Iterable[HostOutput], index: int, version: str) -> Ite
             yield ShuffleItem(output.target, item)
 
 
-def _source_partition(items: Iterable[Any]) -> tuple[bytes, list[Any]]:
-    """A source subtask's restore and its assignments, as planned."""
-    ((restore, assignments),) = items  # one item per source partition (see EpochJob)
-    return restore, assignments
+def _source_partition(items: Iterable[SourcePartition]) -> SourcePartition:
+    """A source subtask's restore and its split assignments, as planned."""
+    (partition,) = items  # one item per source partition (see EpochJob)
+    return SourcePartition(*partition)
 
 
 def _shuffled_input(items: Iterable[tuple[int, ChannelItem]]) -> list[ChannelItem]:

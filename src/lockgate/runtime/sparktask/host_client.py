@@ -26,7 +26,7 @@ from lockgate.runtime.messages.host_protocol import (
     HostRequest,
     HostStarted,
 )
-from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput
+from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, SourceSplit
 from lockgate.runtime.sparktask.executor_identity import spark_host
 
 START_TIMEOUT_S = 60.0  # for a new host to bind its socket (imports on a loaded machine)
@@ -177,8 +177,8 @@ class HostSession:
             kind, payload = self.reader.read()
         self._expect_ready(kind, payload)
 
-    def source(self, assignment: bytes, payload: bytes) -> Iterator[HostOutput]:
-        protocol.send(self.sock, FrameKind.SOURCE, *protocol.source_frame(assignment, payload))
+    def source(self, split: SourceSplit) -> Iterator[HostOutput]:
+        protocol.send(self.sock, FrameKind.SOURCE, *protocol.source_frame(split))
         return self._outputs()
 
     def batch(self, item: ChannelItem) -> Iterator[HostOutput]:

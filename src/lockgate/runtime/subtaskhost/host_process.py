@@ -97,7 +97,7 @@ class _Connection:
                 _send_outputs(conn, outputs)
             elif kind is FrameKind.SOURCE:
                 with working():
-                    outputs = host.source(*protocol.read_source_frame(payload))
+                    outputs = host.source(protocol.read_source_frame(payload))
                 _send_outputs(conn, outputs)
             elif kind is FrameKind.FINISH:
                 with working():

@@ -25,7 +25,7 @@ from lockgate.graph.shipped_graph import read_shipped
 from lockgate.runtime.errors import InjectedFailure
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name, channel_name
 from lockgate.runtime.messages.host_protocol import EpochDone, EpochStart, HostRequest
-from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, ItemKind
+from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, ItemKind, SourceSplit
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 from lockgate.runtime.subtaskhost.staging_log import StagingLog
 from lockgate.runtime.subtaskhost.subtask import Subtask
@@ -105,7 +105,7 @@ class SubtaskHost:
         subtask.begin_epoch(task.epoch, task.commit_on_checkpoint, start.attempt, staging)
         subtask.outbox.clear()
 
-    def source(self, raw_assignment: bytes, payload: bytes) -> list[HostOutput]:
+    def source(self, given: SourceSplit) -> list[HostOutput]:
         """Read one split assignment of a source subtask; the output it produced."""
         epoch, subtask = self._running()
         source, operator = subtask.source, subtask.source_operator
@@ -116,8 +116,8 @@ class SubtaskHost:
             f"{self.index} of task {self.vertex}"
         )
         epoch.assignments += 1
-        assignment = SplitAssignment.decode(raw_assignment, where)
-        reader = source.read(assignment, loads(payload), epoch.progress)
+        assignment = SplitAssignment.decode(given.assignment, where)
+        reader = source.read(assignment, loads(given.payload), epoch.progress)
         split = assignment.split
         while True:
             chunk = list(islice(reader, _SOURCE_CHUNK))
