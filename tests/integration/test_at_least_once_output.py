@@ -20,13 +20,15 @@ def test_a_cancelled_epoch_does_not_rewrite_published_files(make_env, tmp_path):
     env = make_env(3, MAX_RECORDS)
     env.enable_checkpointing(1, CheckpointingMode.AT_LEAST_ONCE)
     config = env.get_checkpoint_config()
-    config.set_checkpoint_timeout(3000)
+    # 8 s: an epoch that starts subtask hosts takes several seconds on a loaded 2-core
+    # machine, and only the slept epoch may time out
+    config.set_checkpoint_timeout(8000)
     config.set_tolerable_checkpoint_failure_number(2)
     env.set_restart_strategy(RestartStrategies.no_restart())
     out = tmp_path / "out"
     # The keyed subtask with this record sleeps past the timeout in epoch 3; the others
     # finish the epoch and publish their part files before it is cancelled.
-    slow = SleepOnce(record_in_epoch(3, split=2), tmp_path / "slept", 8)
+    slow = SleepOnce(record_in_epoch(3, split=2), tmp_path / "slept", 16)
     build_job(env, out, 3, trap=slow)
     result = env.execute("at least once")
     assert (tmp_path / "slept").exists()

@@ -288,10 +288,12 @@ class SlowOnce(MapFunction):
 
 def test_checkpoint_timeout_is_a_failed_checkpoint_in_statistics(make_env, tmp_path):
     env = checkpointed_env(make_env, tmp_path / "checkpoints", 1)
-    env.get_checkpoint_config().set_checkpoint_timeout(3000)
+    # 8 s: an epoch that starts subtask hosts takes several seconds on a loaded 2-core
+    # machine, and only the slept epoch may time out
+    env.get_checkpoint_config().set_checkpoint_timeout(8000)
     env.get_checkpoint_config().set_tolerable_checkpoint_failure_number(2)
     marker = tmp_path / "slept"
-    build_job(env, tmp_path / "out", 1, observer=SlowOnce(record_in_epoch(3), marker, 6))
+    build_job(env, tmp_path / "out", 1, observer=SlowOnce(record_in_epoch(3), marker, 16))
     result = env.execute("timeout")
     assert marker.exists()
     failed = [c for c in result.checkpoints if c.status == "FAILED"]
