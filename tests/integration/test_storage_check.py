@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -106,4 +107,39 @@ def test_executors_without_lockgates_dependencies_fail_the_check_saying_what_the
     assert "(master local[1])" in message
     assert "ModuleNotFoundError: No module named" in message, message
     assert "PYSPARK_PYTHON or spark.pyspark.python" in message
+    assert not list(tmp_path.glob("ran-*")), "no epoch may have run"
+
+
+def test_executors_on_another_lockgate_version_fail_before_the_first_epoch(tmp_path):
+    """The workers import a copy of lockgate that says it is another version (first on
+    spark.executorEnv.PYTHONPATH); the driver runs this one. The storage check, the job's
+    first Spark job, fails the job before any epoch with a message naming both versions."""
+    other = tmp_path / "other"
+    shutil.copytree(
+        Path(SRC) / "lockgate", other / "lockgate", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (other / "lockgate" / "common" / "version.py").write_text('__version__ = "0.0.9-other"\n')
+    spec = {
+        "master": "local[1]",
+        "out": str(tmp_path / "out"),
+        "checkpoints": str(tmp_path / "checkpoints"),
+        "work": str(tmp_path / "work"),
+        "backend": "hashmap",
+        "markers": str(tmp_path),
+        "stall": None,
+        "executor_pythonpath": str(other),
+    }
+    home = make_spark_home(tmp_path / "spark-home")
+    done = subprocess.run(
+        [sys.executable, str(CLUSTER_JOB), json.dumps(spec)],
+        env=clean_env(home, PYSPARK_PYTHON=sys.executable, PYTHONPATH=SRC),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-3000:]
+    found = re.search(r"^CONFIG_ERROR (.*)$", done.stdout, re.MULTILINE)
+    message = json.loads(found.group(1))
+    assert f"the driver runs lockgate {lockgate.__version__}" in message, message
+    assert "the executor runs lockgate 0.0.9-other" in message, message
     assert not list(tmp_path.glob("ran-*")), "no epoch may have run"

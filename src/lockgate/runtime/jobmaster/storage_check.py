@@ -25,6 +25,7 @@ from pyspark.errors import PySparkException
 
 from lockgate.common import config_options as options
 from lockgate.common.config_options import ConfigurationError
+from lockgate.common.version import __version__
 from lockgate.core.fs.storage import Storage, read_url
 from lockgate.runtime.jobmaster.executors import Executor, located_rdd, wait_for_executors
 from lockgate.runtime.jobmaster.job_settings import JobSettings
@@ -37,6 +38,7 @@ from lockgate.runtime.messages.storage_probe import (
     ProbeOrder,
     ProbeReport,
     ProbeTarget,
+    reported_version,
 )
 from lockgate.runtime.sparktask.storage_probe import StorageProbe
 from lockgate.state.manifests import ROCKSDB
@@ -178,7 +180,27 @@ def _run_probes(
     finally:
         assert sc._jsc is not None
         sc._jsc.clearJobGroup()
+    # one report per task, in the order of the tasks' placements
+    _check_versions(
+        raw, [f"the task placed on {e.describe()}" for e in executors] or ["the executor"]
+    )
     return [ProbeReport.from_json(r, "a storage probe report") for r in raw]
+
+
+def _check_versions(raw: list[object], executors: list[str]) -> None:
+    """Fail unless every executor runs the driver's lockgate version: the job graph and the
+    records the job's tasks exchange are only read by the version that wrote them."""
+    others = [
+        f"{where} runs lockgate {reported_version(report) or '(unknown: an older release)'}"
+        for where, report in zip(executors, raw, strict=True)
+        if reported_version(report) != __version__
+    ]
+    if others:
+        raise ConfigurationError(
+            f"the driver runs lockgate {__version__}, but {'; '.join(others)}: install the "
+            "same lockgate on the driver and on every executor (see PYSPARK_PYTHON or "
+            "spark.pyspark.python, and spark.executorEnv.PYTHONPATH)"
+        )
 
 
 def _cause(exc: BaseException) -> str:

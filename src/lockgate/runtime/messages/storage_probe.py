@@ -53,8 +53,20 @@ class ProbeFailure(Record):
 
 @dataclass(frozen=True)
 class ProbeReport(Record, format=REPORT_FORMAT, version=VERSION):
+    """What one check task found; ``lockgate`` is the version the executor runs, which the
+    driver compares with its own before it reads anything else (see ``reported_version``)."""
+
+    lockgate: str
     placed_on: str
     executor: str | None  # where the task ran, as far as it can tell
     hostname: str
     written: tuple[tuple[str, str], ...]  # (key, file URL) for the driver to read back
     failures: tuple[ProbeFailure, ...]
+
+
+def reported_version(raw: object) -> str | None:
+    """The lockgate version a report names, read before the report itself: an executor on
+    another lockgate version may write another report format, and the driver must still be
+    able to say that the versions differ rather than that a field is missing."""
+    found = raw.get("lockgate") if isinstance(raw, dict) else None
+    return found if isinstance(found, str) else None

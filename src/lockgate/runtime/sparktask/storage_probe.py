@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from lockgate.common.version import __version__
 from lockgate.core.fs.storage import Storage, read_url
 from lockgate.runtime.messages.storage_probe import (
     DRIVER_FILE,
@@ -64,7 +65,9 @@ def probe(order: ProbeOrder, executor: str | None, hostname: str) -> ProbeReport
                 storage.remove(own)
             except Exception as exc:
                 failures.append(ProbeFailure(target.key, mine, "remove", _error(exc)))
-    return ProbeReport(order.placed_on, executor, hostname, tuple(written), tuple(failures))
+    return ProbeReport(
+        __version__, order.placed_on, executor, hostname, tuple(written), tuple(failures)
+    )
 
 
 class StorageProbe:

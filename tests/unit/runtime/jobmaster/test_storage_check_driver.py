@@ -3,9 +3,18 @@ integration tests, locally and on a standalone cluster)."""
 
 from __future__ import annotations
 
+import pytest
+
+from lockgate.common.config_options import ConfigurationError
+from lockgate.common.version import __version__
 from lockgate.runtime.jobmaster.executors import Executor
 from lockgate.runtime.jobmaster.job_settings import JobSettings
-from lockgate.runtime.jobmaster.storage_check import _configured, _message, probe_targets
+from lockgate.runtime.jobmaster.storage_check import (
+    _check_versions,
+    _configured,
+    _message,
+    probe_targets,
+)
 from lockgate.runtime.messages.storage_probe import LOCAL, READ, SHARED, ProbeFailure, ProbeReport
 
 CLUSTER = "spark://10.0.0.1:7077"
@@ -61,7 +70,7 @@ def test_rocksdb_local_dirs_are_written_on_a_cluster_only(tmp_path):
 
 
 def report(executor, *failures, placed_on="", hostname="node-7"):
-    return ProbeReport(placed_on, executor, hostname, (), tuple(failures))
+    return ProbeReport(__version__, placed_on, executor, hostname, (), tuple(failures))
 
 
 def test_the_message_names_key_url_and_executor_and_why_a_local_path_fails_on_a_cluster():
@@ -110,3 +119,18 @@ def test_the_driver_reading_back_fails():
     failure = ProbeFailure("lockgate.work-dir", "/w/j/_p/executor-3-ab", "driver-read", "E")
     message = _message([(report("3", failure), failure)], {}, CLUSTER, {}, False)
     assert "executor 3 wrote /w/j/_p/executor-3-ab, but the driver cannot read it back" in message
+
+
+def test_executors_on_another_lockgate_version_are_named_with_both_versions():
+    same = report("1").to_json()
+    other = {**report("2").to_json(), "lockgate": "0.0.9"}
+    older = {"format": "lockgate-storage-probe-report", "version": 1}  # before the field
+    where = ["executor 1", "executor 2", "executor 3"]
+    _check_versions([same], where[:1])
+    with pytest.raises(ConfigurationError) as failed:
+        _check_versions([same, other, older], where)
+    message = str(failed.value)
+    assert f"the driver runs lockgate {__version__}" in message
+    assert "executor 2 runs lockgate 0.0.9" in message
+    assert "executor 3 runs lockgate (unknown: an older release)" in message
+    assert "executor 1 runs" not in message

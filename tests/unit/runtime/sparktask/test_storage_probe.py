@@ -126,7 +126,12 @@ def test_records_round_trip():
     )
     assert ProbeOrder.from_json(order.to_json(), "order") == order
     report = ProbeReport(
-        "2", None, "h", (("a", "s3://b/c/executor-2-x"),), (ProbeFailure("d", "/x", "read", "E"),)
+        "0.1.0",
+        "2",
+        None,
+        "h",
+        (("a", "s3://b/c/executor-2-x"),),
+        (ProbeFailure("d", "/x", "read", "E"),),
     )
     assert ProbeReport.from_json(report.to_json(), "report") == report
 
@@ -148,7 +153,7 @@ def test_damaged_orders_are_refused(change, message):
 
 
 def test_damaged_reports_are_refused():
-    raw = ProbeReport("1", "1", "h", (), ()).to_json()
+    raw = ProbeReport("0.1.0", "1", "1", "h", (), ()).to_json()
     with pytest.raises(
         RecordFormatError, match=r"field 'written'\[0\] is list \['only-a-key'\], not \[str, str\]"
     ):
