@@ -127,6 +127,10 @@ def test_a_cancelled_job_closes_its_instances(make_env, tmp_path):
     assert Counter(closed(log)) == Counter(opened(log))
 
 
+# The executors' Python daemon in a session lockgate starts (runtime/sparktask/python_daemon.py)
+DAEMON = "lockgate.runtime.sparktask.python_daemon"
+
+
 def spark_python_workers() -> list[int]:
     """The Python workers of this session's executor: the children of its Python daemon."""
     commands = {}
@@ -144,7 +148,7 @@ def spark_python_workers() -> list[int]:
     daemons = {
         pid
         for pid, command in commands.items()
-        if "pyspark.daemon" in command and "pyspark.daemon" not in commands.get(parents[pid], "")
+        if DAEMON in command and DAEMON not in commands.get(parents[pid], "")
     }
     return [pid for pid, parent in parents.items() if parent in daemons]
 

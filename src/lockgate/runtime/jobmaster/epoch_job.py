@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pickle import loads
@@ -37,7 +36,8 @@ from lockgate.runtime.messages.spark_items import (
     SourcePartition,
 )
 from lockgate.runtime.sparktask.epoch_task import source_input
-from lockgate.runtime.sparktask.host_client import release_hosts
+from lockgate.runtime.sparktask.host_client import ReleaseRun
+from lockgate.runtime.sparktask.routing import ToConsumer, target_partition, to_driver
 
 log = logging.getLogger("lockgate")
 
@@ -53,35 +53,8 @@ _LAUNCH_POLL_S = 0.005
 RELEASE_GROUP = "lockgate-release"
 
 
-class _ReleaseRun:
-    def __init__(self, run: str):
-        self.run = run
-
-    def __call__(self, _: Iterable[int]) -> list[str]:
-        return release_hosts(self.run)
-
-
 class EpochTimeout(RuntimeError):
     """An epoch ran longer than the checkpoint timeout and was cancelled."""
-
-
-def _target_partition(partition: int) -> int:
-    return partition
-
-
-def _to_driver(item: Any) -> bool:
-    """Keeps what a task sends the driver of its output (not its shuffle items)."""
-    return not isinstance(item, ShuffleItem)
-
-
-class _ToConsumer:
-    """Keeps what a task sends one consumer: the shuffle items of its edges to it."""
-
-    def __init__(self, edge_ids: frozenset[int]):
-        self.edge_ids = edge_ids
-
-    def __call__(self, item: Any) -> bool:
-        return isinstance(item, ShuffleItem) and item.channel.edge in self.edge_ids
 
 
 def reports_attempt(vertex: JobVertex) -> bool:
@@ -283,7 +256,7 @@ class EpochJob:
             if not consumers:
                 results.append(rdd)
             elif collects:
-                results.append(rdd.filter(_to_driver))
+                results.append(rdd.filter(to_driver))
         final = results[0] if len(results) == 1 else sc.union(results)
         group = sources.group if sources else f"lockgate-{uuid.uuid4().hex}"
 
@@ -305,7 +278,7 @@ class EpochJob:
         places = [(e.id, e.location) for e in list_executors(self.sc)] or [("driver", None)]
         self.sc.setJobGroup(RELEASE_GROUP, f"lockgate release {run}")
         try:
-            problems = located_rdd(self.sc, places).mapPartitions(_ReleaseRun(run)).collect()
+            problems = located_rdd(self.sc, places).mapPartitions(ReleaseRun(run)).collect()
         except SPARK_JOB_FAILURES as exc:
             log.warning("could not release the subtasks of run %s: %s", run, exc)
             return
@@ -335,8 +308,8 @@ class EpochJob:
         source = self.job.vertex(source_id)
         own = frozenset(e.id for e in vertex.inputs if e.source.id == source_id)
         if len(source.outputs) > len(own) or _collects(source):
-            upstream = upstream.filter(_ToConsumer(own))
-        return upstream.partitionBy(vertex.parallelism, _target_partition)
+            upstream = upstream.filter(ToConsumer(own))
+        return upstream.partitionBy(vertex.parallelism, target_partition)
 
     def _task_input(
         self, vertex: JobVertex, rdds: dict[int, RDD], shuffles: dict[tuple[int, int], RDD]
@@ -359,8 +332,6 @@ class EpochJob:
         places = self.placement.locations(vertex.id, vertex.parallelism)
         if places is not None:
             markers = [(ShuffleItem(index, PLACEMENT), place) for index, place in enumerate(places)]
-            marker = located_rdd(self.sc, markers).partitionBy(
-                vertex.parallelism, _target_partition
-            )
+            marker = located_rdd(self.sc, markers).partitionBy(vertex.parallelism, target_partition)
             inputs += [marker] * (len(inputs) + 1)
         return inputs[0] if len(inputs) == 1 else self.sc.union(inputs)

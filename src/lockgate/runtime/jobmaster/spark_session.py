@@ -42,6 +42,8 @@ _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.python.worker.reuse": "true",
     "spark.speculation": "false",
+    # PySpark's daemon with lockgate's task code imported before it forks workers (see the module)
+    "spark.python.daemon.module": "lockgate.runtime.sparktask.python_daemon",
 }
 # What Spark's launcher fills in, unasked, when PySpark starts the JVM from plain Python (as
 # the shell resource "pyspark-shell"): these values are nobody's setting unless one of the

@@ -13,6 +13,7 @@ configuration key, the URL and the executor, raised before any epoch runs.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -205,9 +206,16 @@ def _check_versions(raw: list[object], executors: list[str]) -> None:
 
 def _cause(exc: BaseException) -> str:
     """The line of a failed Spark job's error that says what went wrong in the task."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = str(exc)
+    # An import that failed in a worker, or in the Python daemon that forks them (Spark
+    # quotes its stderr: "python: Error while finding module specification for '...'
+    # (ModuleNotFoundError: No module named 'lockgate')")
+    imports = re.findall(r"(?:ModuleNotFoundError|ImportError): [^\n()]+", text)
+    if imports:
+        return str(imports[-1]).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in reversed(lines):
-        if line.startswith(("ModuleNotFoundError", "ImportError", "java.io.IOException")):
+        if line.startswith("java.io.IOException"):
             return line
     for line in lines:
         if "Exception:" in line or "Error:" in line:

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from lockgate.runtime.messages import host_protocol as protocol
 from lockgate.runtime.messages.host_protocol import (
@@ -261,3 +261,13 @@ def release_hosts(run: str, timeout_s: float = RELEASE_TIMEOUT_S) -> list[str]:
         finally:
             sock.close()
     return problems
+
+
+class ReleaseRun:
+    """The task of the driver's release job, one on each executor: ``release_hosts`` there."""
+
+    def __init__(self, run: str):
+        self.run = run
+
+    def __call__(self, _: Iterable[object]) -> list[str]:
+        return release_hosts(self.run)

@@ -10,6 +10,7 @@ from lockgate.common.version import __version__
 from lockgate.runtime.jobmaster.executors import Executor
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.storage_check import (
+    _cause,
     _check_versions,
     _configured,
     _message,
@@ -134,3 +135,16 @@ def test_executors_on_another_lockgate_version_are_named_with_both_versions():
     assert "executor 2 runs lockgate 0.0.9" in message
     assert "executor 3 runs lockgate (unknown: an older release)" in message
     assert "executor 1 runs" not in message
+
+
+def test_the_cause_of_a_failed_check_is_the_import_that_failed_in_a_worker_or_the_daemon():
+    worker = (
+        "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'fsspec'\n"
+    )
+    daemon = (
+        "org.apache.spark.SparkException: \nError from python worker:\n  /venv/bin/python: Error "
+        "while finding module specification for 'lockgate.runtime.sparktask.python_daemon' "
+        "(ModuleNotFoundError: No module named 'lockgate')\nPYTHONPATH was:\n  /x/pyspark.zip\n"
+    )
+    assert _cause(RuntimeError(worker)) == "ModuleNotFoundError: No module named 'fsspec'"
+    assert _cause(RuntimeError(daemon)) == "ModuleNotFoundError: No module named 'lockgate'"
