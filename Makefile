@@ -17,7 +17,7 @@ PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
 PYFLINK_VENV := $(VENV)/pyflink
 PYFLINK := $(PYFLINK_VENV)/.installed-$(PYFLINK_VERSION)
 
-.PHONY: demo test unit integration cluster soak lint typecheck format docs docs-config java clean
+.PHONY: demo test unit integration integration-full cluster soak lint typecheck format docs docs-config java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ unit: $(PYFLINK_WHEEL)
 
 integration: $(PYFLINK) java
 	$(BIN)/python -m pytest -q tests/integration
+
+# Not part of `test`: the integration tests with every variant of their matrices (both state
+# backends and every parallelism everywhere; `test` runs one of each, marked in the tests).
+integration-full: $(PYFLINK) java
+	$(BIN)/python -m pytest -q -m 'not soak and not cluster' tests/integration
 
 # Not part of `test` (2.5 to 5 min on this 2-core machine, by its load): a Spark standalone
 # cluster (a master and two one-core workers on Spark hosts 127.0.0.1 and 127.0.0.2, from PySpark's own distribution)

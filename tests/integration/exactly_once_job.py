@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lockgate_it_support import matrix
 
 from lockgate.common import Configuration, Encoder, RestartStrategies
 from lockgate.datastream import (
@@ -43,7 +44,8 @@ EPOCHS = PER_SPLIT // MAX_RECORDS
 PART_SIZE = 160  # bytes: several part files (committables) per subtask and epoch
 UIDS = ("numbers", "count-per-key", "file-sink")
 RETAIN = ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
-PARALLELISMS = pytest.mark.parametrize("parallelism", [1, 3])
+# `make test` runs parallelism 3 (shuffles between subtasks), `make integration-full` 1 too
+PARALLELISMS = matrix("parallelism", [3, 1])
 
 
 # The job -------------------------------------------------------------------------------------

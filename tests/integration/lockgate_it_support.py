@@ -19,13 +19,27 @@ from lockgate.datastream import MapFunction
 from lockgate.runtime.jobmaster.epoch_job import RELEASE_GROUP
 from lockgate.runtime.jobmaster.storage_check import JOB_GROUP as STORAGE_CHECK_GROUP
 
+# A test's variants that `make test` leaves to `make integration-full` (the marker `full`):
+# the same scenario on another backend or parallelism, whose own code paths the suite covers
+# elsewhere (the backends' unit tests run on every backend; a test about one backend names it).
+FULL = pytest.mark.full
+
+
+def matrix(name: str, values: list[Any]) -> pytest.MarkDecorator:
+    """Parametrize ``name`` over ``values``: the first in `make test`, all of them in
+    `make integration-full`."""
+    first, *others = values
+    return pytest.mark.parametrize(name, [first, *(pytest.param(v, marks=FULL) for v in others)])
+
+
 # Runs a test once per keyed state backend: it overrides the ``backend`` fixture (conftest),
-# which ``make_env`` configures as state.backend.type.
-BACKENDS = pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
-# The same, and RocksDB with incremental checkpoints (SST files shared between checkpoints)
-BACKENDS_AND_INCREMENTAL = pytest.mark.parametrize(
-    "backend", ["hashmap", "rocksdb", "rocksdb-incremental"]
-)
+# which ``make_env`` configures as state.backend.type. `make test` runs the first.
+BACKENDS = matrix("backend", ["hashmap", "rocksdb"])
+# The same, and RocksDB with incremental checkpoints (SST files shared between checkpoints);
+# `make test` runs the incremental one, whose restore reads shared and private files.
+BACKENDS_AND_INCREMENTAL = matrix("backend", ["rocksdb-incremental", "hashmap", "rocksdb"])
+# Both backends, in `make test` too: where each backend has its own code path under test.
+EACH_BACKEND = pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 
 
 class SparkJobCounter:

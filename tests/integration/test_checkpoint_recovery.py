@@ -8,7 +8,8 @@ twice, a lost record or a record written twice all change the committed lines, w
 compared with that reference exactly. Failures are injected inside a user function and at
 the named points of ``lockgate.testing.inject-failure``; checkpoints are damaged on disk;
 jobs are resumed in a new run from a retained checkpoint. The failure and recovery tests
-that involve keyed state run on both state backends (``@BACKENDS``: heap and RocksDB).
+that involve keyed state run on both state backends (``@BACKENDS``: heap and RocksDB; one
+of them in `make test`, both in `make integration-full`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from exactly_once_job import (
     run_until_failure,
     visible_files,
 )
-from lockgate_it_support import BACKENDS, BACKENDS_AND_INCREMENTAL, SparkJobCounter
+from lockgate_it_support import BACKENDS, BACKENDS_AND_INCREMENTAL, FULL, SparkJobCounter
 
 from lockgate.checkpoint.coordinator import load_checkpoint
 from lockgate.common import RestartStrategies, WatermarkStrategy
@@ -71,7 +72,10 @@ from lockgate.runtime.errors import JobExecutionError
 
 
 @BACKENDS_AND_INCREMENTAL
-@pytest.mark.parametrize("parallelism, interval_ms", [(1, 1), (3, 1), (3, 400)])
+# (1, 1) in `make integration-full` only: parallelism 1 is the same restore, without shuffles
+@pytest.mark.parametrize(
+    "parallelism, interval_ms", [(3, 1), (3, 400), pytest.param(1, 1, marks=FULL)]
+)
 def test_user_function_failure_restores_latest_checkpoint(
     make_env, tmp_path, parallelism, interval_ms
 ):
@@ -585,8 +589,12 @@ def break_checksum(metadata: Path) -> None:
 @BACKENDS
 @pytest.mark.parametrize(
     "parallelism, damaged",
-    [(1, {4: truncate}), (1, {4: break_checksum}), (3, {4: truncate, 3: break_checksum})],
-    ids=["p1-truncated", "p1-checksum", "p3-truncated-and-checksum"],
+    # p3 damages both ways at once; each damage alone in `make integration-full`
+    [
+        pytest.param(3, {4: truncate, 3: break_checksum}, id="p3-truncated-and-checksum"),
+        pytest.param(1, {4: truncate}, id="p1-truncated", marks=FULL),
+        pytest.param(1, {4: break_checksum}, id="p1-checksum", marks=FULL),
+    ],
 )
 def test_damaged_metadata_recovery_takes_previous_checkpoint(
     make_env, tmp_path, caplog, parallelism, damaged
