@@ -50,8 +50,9 @@ demo: $(PYFLINK_WHEEL) java
 	$(BIN)/python examples/account_balances.py
 
 # Lint, type check and the docs build first: a failing check fails the run like a failing test.
+# --durations: the slowest tests, for keeping the suite within its time (CONTRIBUTING.md)
 test: $(PYFLINK_WHEEL) $(PYFLINK) java lint typecheck docs
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=15 tests
 
 unit: $(PYFLINK_WHEEL)
 	$(BIN)/python -m pytest -q tests/unit

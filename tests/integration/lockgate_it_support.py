@@ -28,8 +28,12 @@ FULL = pytest.mark.full
 def matrix(name: str, values: list[Any]) -> pytest.MarkDecorator:
     """Parametrize ``name`` over ``values``: the first in `make test`, all of them in
     `make integration-full`."""
+    several = "," in name  # "a, b": each value is a tuple of the arguments
     first, *others = values
-    return pytest.mark.parametrize(name, [first, *(pytest.param(v, marks=FULL) for v in others)])
+    variants = [
+        pytest.param(*v, marks=FULL) if several else pytest.param(v, marks=FULL) for v in others
+    ]
+    return pytest.mark.parametrize(name, [first, *variants])
 
 
 # Runs a test once per keyed state backend: it overrides the ``backend`` fixture (conftest),

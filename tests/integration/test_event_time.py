@@ -12,8 +12,7 @@ import threading
 import time
 from collections import Counter
 
-import pytest
-from lockgate_it_support import BACKENDS
+from lockgate_it_support import BACKENDS, matrix
 
 from lockgate.common import Duration, WatermarkStrategy
 from lockgate.common.watermark_strategy import TimestampAssigner
@@ -72,7 +71,8 @@ def expected_counts(records: list[tuple[str, int]]) -> Counter:
 
 
 @BACKENDS
-@pytest.mark.parametrize(("parallelism", "max_records"), [(1, 1000), (2, 37), (3, 101)])
+# one epoch on one subtask (1, 1000) in `make integration-full` only
+@matrix("parallelism, max_records", [(2, 37), (3, 101), (1, 1000)])
 def test_event_time_timers_fire_once_in_order_whatever_the_epoch_size(
     make_env, parallelism, max_records
 ):

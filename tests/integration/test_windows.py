@@ -8,7 +8,7 @@ import random
 from collections import Counter, defaultdict
 
 import pytest
-from lockgate_it_support import BACKENDS
+from lockgate_it_support import BACKENDS, FULL
 
 from lockgate.common import Duration, Time, WatermarkStrategy
 from lockgate.common.watermark_strategy import TimestampAssigner
@@ -135,11 +135,11 @@ def add_values(a, b):
     return a[0], max(a[1], b[1]), a[2] + b[2]
 
 
-# (backend, parallelism, max records per split): several epoch sizes and parallelisms on
-# the heap backend, one on RocksDB (the suite's time)
+# (backend, parallelism, max records per split): several epochs on several subtasks on
+# each backend; one epoch on one subtask in `make integration-full`
 CASES = pytest.mark.parametrize(
     ("backend", "parallelism", "max_records"),
-    [("hashmap", 1, 1000), ("hashmap", 3, 113), ("rocksdb", 2, 61)],
+    [("hashmap", 3, 113), ("rocksdb", 2, 61), pytest.param("hashmap", 1, 1000, marks=FULL)],
 )
 
 
