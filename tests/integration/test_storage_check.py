@@ -76,12 +76,10 @@ def test_a_work_dir_the_driver_cannot_write_fails_before_any_spark_job(make_env,
     assert time.monotonic() - started < 30
 
 
-def test_executors_without_lockgates_dependencies_fail_the_check_saying_what_they_need(tmp_path):
-    """The workers' Python is a bare virtualenv: it can import lockgate's own code (on
-    spark.executorEnv.PYTHONPATH) but none of its dependencies. The check's Spark job fails,
-    and the job with it, before any epoch, saying what the executors lack."""
-    bare = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+def _configuration_error_of_a_local_job(tmp_path: Path, python: str, executor_path: str) -> str:
+    """Run ``cluster_job.py`` on local Spark, its workers on ``python`` with ``executor_path``
+    first on their path, and return the message of the ``ConfigurationError`` that must end
+    it before any epoch."""
     spec = {
         "master": "local[1]",
         "out": str(tmp_path / "out"),
@@ -90,24 +88,34 @@ def test_executors_without_lockgates_dependencies_fail_the_check_saying_what_the
         "backend": "hashmap",
         "markers": str(tmp_path),
         "stall": None,
-        "executor_pythonpath": SRC,
+        "executor_pythonpath": executor_path,
     }
     home = make_spark_home(tmp_path / "spark-home")
     done = subprocess.run(
         [sys.executable, str(CLUSTER_JOB), json.dumps(spec)],
-        env=clean_env(home, PYSPARK_PYTHON=str(bare / "bin" / "python"), PYTHONPATH=SRC),
+        env=clean_env(home, PYSPARK_PYTHON=python, PYTHONPATH=SRC),
         capture_output=True,
         text=True,
         timeout=180,
     )
     assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-3000:]
+    assert not list(tmp_path.glob("ran-*")), "no epoch may have run"
     found = re.search(r"^CONFIG_ERROR (.*)$", done.stdout, re.MULTILINE)
-    message = json.loads(found.group(1))
+    assert found is not None, done.stdout[-2000:]
+    return str(json.loads(found.group(1)))
+
+
+def test_executors_without_lockgates_dependencies_fail_the_check_saying_what_they_need(tmp_path):
+    """The workers' Python is a bare virtualenv: it can import lockgate's own code (on
+    spark.executorEnv.PYTHONPATH) but none of its dependencies. The check's Spark job fails,
+    and the job with it, before any epoch, saying what the executors lack."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    message = _configuration_error_of_a_local_job(tmp_path, str(bare / "bin" / "python"), SRC)
     assert "the storage check could not run a Python task on the executors" in message
     assert "(master local[1])" in message
     assert "ModuleNotFoundError: No module named" in message, message
     assert "PYSPARK_PYTHON or spark.pyspark.python" in message
-    assert not list(tmp_path.glob("ran-*")), "no epoch may have run"
 
 
 def test_executors_on_another_lockgate_version_fail_before_the_first_epoch(tmp_path):
@@ -119,27 +127,6 @@ def test_executors_on_another_lockgate_version_fail_before_the_first_epoch(tmp_p
         Path(SRC) / "lockgate", other / "lockgate", ignore=shutil.ignore_patterns("__pycache__")
     )
     (other / "lockgate" / "common" / "version.py").write_text('__version__ = "0.0.9-other"\n')
-    spec = {
-        "master": "local[1]",
-        "out": str(tmp_path / "out"),
-        "checkpoints": str(tmp_path / "checkpoints"),
-        "work": str(tmp_path / "work"),
-        "backend": "hashmap",
-        "markers": str(tmp_path),
-        "stall": None,
-        "executor_pythonpath": str(other),
-    }
-    home = make_spark_home(tmp_path / "spark-home")
-    done = subprocess.run(
-        [sys.executable, str(CLUSTER_JOB), json.dumps(spec)],
-        env=clean_env(home, PYSPARK_PYTHON=sys.executable, PYTHONPATH=SRC),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-3000:]
-    found = re.search(r"^CONFIG_ERROR (.*)$", done.stdout, re.MULTILINE)
-    message = json.loads(found.group(1))
+    message = _configuration_error_of_a_local_job(tmp_path, sys.executable, str(other))
     assert f"the driver runs lockgate {lockgate.__version__}" in message, message
     assert "the executor runs lockgate 0.0.9-other" in message, message
-    assert not list(tmp_path.glob("ran-*")), "no epoch may have run"
