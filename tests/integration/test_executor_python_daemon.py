@@ -9,6 +9,8 @@ import sys
 import zipimport
 from pathlib import Path
 
+from lockgate.runtime.sparktask import python_daemon
+
 
 def _worker_facts(_):
     parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -23,5 +25,5 @@ def _worker_facts(_):
 
 def test_workers_fork_from_lockgates_daemon(spark):
     parent, kept = spark.sparkContext.parallelize([0], 1).mapPartitions(_worker_facts).collect()[0]
-    assert "lockgate.runtime.sparktask.python_daemon" in parent
+    assert f"-m {python_daemon.__name__} " in parent
     assert kept and set(kept) == {"_SparkArchiveImporter"}, kept

@@ -22,6 +22,7 @@ from lockgate.common import RestartStrategies
 from lockgate.datastream import KeyedProcessFunction
 from lockgate.datastream.connectors import DiscardingSink
 from lockgate.datastream.state import ValueStateDescriptor
+from lockgate.runtime.sparktask import python_daemon
 
 RECORDS = [(f"k{i % 7}", i) for i in range(200)]
 PER_EPOCH = 20  # one split (from_collection): 10 epochs
@@ -127,8 +128,8 @@ def test_a_cancelled_job_closes_its_instances(make_env, tmp_path):
     assert Counter(closed(log)) == Counter(opened(log))
 
 
-# The executors' Python daemon in a session lockgate starts (runtime/sparktask/python_daemon.py)
-DAEMON = "lockgate.runtime.sparktask.python_daemon"
+# The executors' Python daemon in a session lockgate starts
+DAEMON = python_daemon.__name__
 
 
 def spark_python_workers() -> list[int]:

@@ -32,6 +32,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from lockgate.common.config_options import ConfigurationError
+from lockgate.runtime.sparktask import python_daemon
 
 log = logging.getLogger("lockgate")
 
@@ -43,7 +44,7 @@ _DEFAULTS = {
     "spark.python.worker.reuse": "true",
     "spark.speculation": "false",
     # PySpark's daemon with lockgate's task code imported before it forks workers (see the module)
-    "spark.python.daemon.module": "lockgate.runtime.sparktask.python_daemon",
+    "spark.python.daemon.module": python_daemon.__name__,
 }
 # What Spark's launcher fills in, unasked, when PySpark starts the JVM from plain Python (as
 # the shell resource "pyspark-shell"): these values are nobody's setting unless one of the
