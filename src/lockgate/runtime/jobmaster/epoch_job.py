@@ -48,6 +48,8 @@ SPARK_JOB_FAILURES = (Py4JJavaError, PySparkException)
 
 # How often the driver looks whether an epoch's last stage has launched its tasks
 _LAUNCH_POLL_S = 0.005
+# How many unknown job ids the driver looks past when it looks for an epoch's job
+_JOB_ID_GAPS = 3
 
 # The job group of every release job (epochs have a group each, to be cancelled by)
 RELEASE_GROUP = "lockgate-release"
@@ -202,17 +204,24 @@ class EpochJob:
         """Wait until every task of the last stage of ``running`` (the epoch's job, after
         ``sources``, which are done) was launched, or the job ended: stages submitted after
         that take only the cores the epoch leaves free (Spark's FIFO scheduling would let
-        them take a core in the moment between two of the epoch's stages). Spark's status
-        tracker is slow to ask: it is asked only after ``sources`` are done."""
+        them take a core in the moment between two of the epoch's stages)."""
         tracker = self.sc.statusTracker()
+        # Not tracker.getJobIdsForGroup: it copies and sorts every job Spark remembers (1000
+        # by default), some 100 ms of the JVM per call. Job ids rise: the epoch's job is the
+        # first after its source stages' jobs that is in its group.
+        candidate = max(future.jobIds().head() for future in sources.futures) + 1
+        last_stage = None
         while not running.collecting.done():
-            jobs = tracker.getJobIdsForGroup(running.group)
-            if len(jobs) > len(sources.futures):  # the epoch's job is known to the tracker
-                job = tracker.getJobInfo(max(jobs))
-                last = tracker.getStageInfo(max(job.stageIds)) if job else None
-                if last is not None and (
-                    last.numActiveTasks + last.numCompletedTasks + last.numFailedTasks
-                    >= last.numTasks
+            if last_stage is None:
+                job_id = first_job_in_group(self.sc, running.group, candidate)
+                if job_id is not None:
+                    job = tracker.getJobInfo(job_id)
+                    last_stage = max(job.stageIds) if job else None
+            if last_stage is not None:
+                stage = tracker.getStageInfo(last_stage)
+                if stage is not None and (
+                    stage.numActiveTasks + stage.numCompletedTasks + stage.numFailedTasks
+                    >= stage.numTasks
                 ):
                     return
             time.sleep(_LAUNCH_POLL_S)
@@ -335,3 +344,23 @@ class EpochJob:
             marker = located_rdd(self.sc, markers).partitionBy(vertex.parallelism, target_partition)
             inputs += [marker] * (len(inputs) + 1)
         return inputs[0] if len(inputs) == 1 else self.sc.union(inputs)
+
+
+def first_job_in_group(sc: SparkContext, group: str, first_id: int) -> int | None:
+    """The id of the first job from ``first_id`` on that Spark knows and that is in job
+    group ``group``; None if there is none yet. Reads jobs by id (``AppStatusStore.job``,
+    what Spark's REST API serves), looking past a few ids Spark does not know: a job that
+    failed before it started leaves a gap."""
+    store = sc._jsc.sc().statusStore()
+    tracker = sc.statusTracker()
+    job_id, gaps = first_id, 0
+    while gaps < _JOB_ID_GAPS:
+        if tracker.getJobInfo(job_id) is None:
+            gaps += 1
+        else:
+            found = store.job(job_id).jobGroup()
+            if found.isDefined() and found.get() == group:
+                return job_id
+        job_id += 1
+    return None
+
