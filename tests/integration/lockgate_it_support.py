@@ -46,6 +46,12 @@ BACKENDS_AND_INCREMENTAL = matrix("backend", ["rocksdb-incremental", "hashmap", 
 EACH_BACKEND = pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 
 
+# How many job ids before its creation a SparkJobCounter looks at for epochs already started,
+# and how many unknown ids in a row end the jobs it knows
+_LOOK_BACK = 10
+_GAPS = 10
+
+
 class SparkJobCounter:
     """Counts the epochs started since it was created, by their Spark job groups (an epoch's
     jobs share one: its source stages submitted ahead and its job): not the storage check's
@@ -56,19 +62,41 @@ class SparkJobCounter:
         self._tracker = spark.sparkContext.statusTracker()
         self._store = spark.sparkContext._jsc.sc().statusStore()
         self._groups_of: dict[int, str] = {}
-        self._before = self._groups()
-        self._checks_before = self._checks()
+        self._first = self._next_job_id()
+        # an epoch that started before (its sources submitted ahead) is not one started since
+        before = self._ids(max(0, self._first - _LOOK_BACK), self._first)
+        self._before = {self._group(job_id) for job_id in before}
 
-    def _checks(self) -> set[int]:
-        return set(self._tracker.getJobIdsForGroup(STORAGE_CHECK_GROUP))
+    def _known(self, job_id: int) -> bool:
+        return self._tracker.getJobInfo(job_id) is not None
 
-    def _groups(self) -> set[str]:
-        """The job groups of the epochs' jobs Spark remembers."""
-        return {
-            group
-            for group in map(self._group, self._all_ids())
-            if group not in (STORAGE_CHECK_GROUP, RELEASE_GROUP)
-        }
+    def _next_job_id(self) -> int:
+        """The id Spark gives the next job. Ids rise from 0 and this session remembers every
+        job (spark.ui.retainedJobs): found by halving, not by asking for each id (one call
+        each, thousands of jobs into the suite)."""
+        high = 1
+        while self._known(high):
+            high *= 2
+        low = 0 if not self._known(0) else high // 2  # known(low), or nothing is known
+        while low + 1 < high:
+            middle = (low + high) // 2
+            low, high = (middle, high) if self._known(middle) else (low, middle)
+        after_gaps = self._ids(low + 1 if self._known(low) else low)
+        return after_gaps[-1] + 1 if after_gaps else low + int(self._known(low))
+
+    def _ids(self, first: int, last: int | None = None) -> list[int]:
+        """Ids of the jobs Spark knows from ``first`` on (up to ``last``, excluded), looking
+        past a few unknown ids (a job that failed before it started leaves a gap)."""
+        ids: list[int] = []
+        job_id, misses = first, 0
+        while misses < _GAPS and (last is None or job_id < last):
+            if self._known(job_id):
+                ids.append(job_id)
+                misses = 0
+            else:
+                misses += 1
+            job_id += 1
+        return ids
 
     def _group(self, job_id: int) -> str:
         if job_id not in self._groups_of:
@@ -76,27 +104,21 @@ class SparkJobCounter:
             self._groups_of[job_id] = group.get() if group.isDefined() else f"job {job_id}"
         return self._groups_of[job_id]
 
-    def _all_ids(self) -> list[int]:
-        """Ids of the jobs Spark remembers, whatever their job group: ids are sequential."""
-        ids: list[int] = []
-        job_id, misses = 0, 0
-        while misses < 50:
-            if self._tracker.getJobInfo(job_id) is None:
-                misses += 1
-            else:
-                ids.append(job_id)
-                misses = 0
-            job_id += 1
-        return ids
+    def _since(self, groups: tuple[str, ...] | None = None) -> list[int]:
+        """Ids of the jobs started since creation: of ``groups``, or of the epochs."""
+        return [
+            job_id
+            for job_id in self._ids(self._first)
+            if (
+                self._group(job_id) in groups
+                if groups is not None
+                else self._group(job_id) not in (STORAGE_CHECK_GROUP, RELEASE_GROUP, *self._before)
+            )
+        ]
 
     def started(self) -> list[int]:
         """Ids of the epochs' jobs started since creation, in order."""
-        return sorted(
-            job_id
-            for job_id in self._all_ids()
-            if self._group(job_id) not in (STORAGE_CHECK_GROUP, RELEASE_GROUP)
-            and self._group(job_id) not in self._before
-        )
+        return self._since()
 
     def result_jobs(self) -> int:
         """The epochs' jobs started since creation that read a shuffle: an epoch's own job,
@@ -108,7 +130,7 @@ class SparkJobCounter:
         wait (up to ``settle_s``) until at least ``at_least`` are visible."""
         deadline = time.monotonic() + settle_s
         while True:
-            started = len(self._groups() - self._before)
+            started = len({self._group(job_id) for job_id in self.started()})
             if started >= at_least or time.monotonic() > deadline:
                 return started
             time.sleep(0.05)
@@ -116,11 +138,11 @@ class SparkJobCounter:
     def none_started(self) -> bool:
         """No epoch started, and no storage check either."""
         time.sleep(0.3)  # let any job-start event that might exist reach the tracker
-        return self.count() == 0 and self._checks() == self._checks_before
+        return self.count() == 0 and not self.checks_started()
 
     def checks_started(self) -> list[int]:
         """Ids of the storage checks' jobs started since creation."""
-        return sorted(self._checks() - self._checks_before)
+        return self._since((STORAGE_CHECK_GROUP,))
 
 
 def collect(stream: Any) -> list[Any]:
