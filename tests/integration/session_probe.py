@@ -31,6 +31,13 @@ def main() -> None:
         "executor_pythonpath": conf.get("spark.executorEnv.PYTHONPATH"),
         "jvm_local_ip": sc._jvm.java.lang.System.getenv("SPARK_LOCAL_IP"),
         "driver_host": conf.get("spark.driver.host"),
+        "jvm_heap": [
+            arg
+            for arg in sc._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+            .getInputArguments()
+            .toArray()
+            if arg.startswith("-Xmx")
+        ],
         "pyspark_python": os.environ.get("PYSPARK_PYTHON"),
         "python_ran": sc.parallelize([1, 2, 3], 1).map(lambda x: x * 2).collect(),
     }

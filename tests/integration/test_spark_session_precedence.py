@@ -52,6 +52,7 @@ def probe(spark_home: Path, config: dict[str, str], submit: list[str] | None = N
 
 def test_plain_python_with_nothing_configured_gets_lockgates_local_defaults(spark_home):
     got = probe(spark_home, {})
+    assert got["jvm_heap"] == ["-Xmx1g"]  # Spark's default driver memory
     assert got["master"] == "local[*]"
     assert got["app"] == "lockgate"
     assert got["progress"] == "false"
@@ -80,8 +81,13 @@ def test_pyspark_submit_args_win_over_lockgates_defaults(spark_home):
 
 
 def test_configuration_keys_win_over_pyspark_submit_args(spark_home):
-    config = {"spark.master": "local[2]", "spark.app.name": "fromconfig"}
+    config = {
+        "spark.master": "local[2]",
+        "spark.app.name": "fromconfig",
+        "spark.driver.memory": "777m",
+    }
     got = probe(spark_home, config, PYSPARK_SUBMIT_ARGS=SUBMIT_ARGS)
+    assert got["jvm_heap"] == ["-Xmx777m"]  # a setting of the JVM: it reached the launch
     assert got["master"] == "local[2]"
     assert got["app"] == "fromconfig"
     assert got["progress"] == "true"  # not in the configuration: the launch's value

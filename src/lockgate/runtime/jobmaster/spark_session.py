@@ -80,6 +80,10 @@ def _local_defaults(pythonpath_in_env: bool, sys_path: list[str]) -> dict[str, s
     return {"spark.executorEnv.PYTHONPATH": os.pathsep.join(paths)}
 
 
+def _spark_keys(config: Mapping[str, str]) -> list[tuple[str, str]]:
+    return [(key, value) for key, value in config.items() if key.startswith("spark.")]
+
+
 def session_settings(
     config: Mapping[str, str],
     launched: Mapping[str, str],
@@ -92,7 +96,7 @@ def session_settings(
     with (``user_launch_settings``). Those reach the session without being named here;
     lockgate's defaults fill only what neither gives.
     """
-    settings = {key: value for key, value in config.items() if key.startswith("spark.")}
+    settings = dict(_spark_keys(config))
     master = settings.get("spark.master") or launched.get("spark.master")
     defaults = dict(_DEFAULTS)
     if is_local_master(master or _DEFAULTS["spark.master"]):
@@ -187,7 +191,10 @@ def get_or_create_session(config: Mapping[str, str]) -> SparkSession:
     spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
     by_pyspark = "PYSPARK_GATEWAY_PORT" not in os.environ  # not started by spark-submit
     _prepare_launch(config, spark_home)
-    SparkContext._ensure_initialized()  # the JVM: now SparkConf() sees the launch settings
+    # The JVM, with the configuration's keys (as PySpark's builder launches it): settings of
+    # the JVM itself, such as spark.driver.memory, apply only at its launch. SparkConf() then
+    # sees the launch's settings.
+    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(_spark_keys(config)))
     launched = user_launch_settings(dict(SparkConf().getAll()), os.environ, spark_home, by_pyspark)
     settings = session_settings(config, launched, "PYTHONPATH" in os.environ)
     master = settings.get("spark.master") or launched["spark.master"]
