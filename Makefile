@@ -17,7 +17,7 @@ PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
 PYFLINK_VENV := $(VENV)/pyflink
 PYFLINK := $(PYFLINK_VENV)/.installed-$(PYFLINK_VERSION)
 
-.PHONY: demo test unit integration integration-full cluster soak lint typecheck format docs docs-config java clean
+.PHONY: demo test unit integration integration-full pyflink-examples-expected cluster soak lint typecheck format docs docs-config java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,12 @@ integration: $(PYFLINK) java
 # backends and every parallelism everywhere; `test` runs one of each, marked in the tests).
 integration-full: $(PYFLINK) java
 	$(BIN)/python -m pytest -q -m 'not soak and not cluster' tests/integration
+
+# Records what PyFlink's examples print (tests/integration/pyflink_examples_expected.json),
+# which `test` compares lockgate's output with; again after a change of PyFlink's version or
+# of tests/integration/pyflink_types_job.py (the test says so).
+pyflink-examples-expected: $(PYFLINK)
+	$(BIN)/python tests/integration/pyflink_examples_support.py $(PYFLINK_VENV)/bin/python
 
 # Not part of `test` (2.5 to 5 min on this 2-core machine, by its load): a Spark standalone
 # cluster (a master and two one-core workers on Spark hosts 127.0.0.1 and 127.0.0.2, from PySpark's own distribution)
