@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The JVMs the tests start (Spark's, in this process and in the jobs and probes run as
+# processes of their own) compile with C1 only: most live seconds, too short for C2's
+# compilations (a core for the first minute) to pay back. Semantics do not change.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
 def pytest_collection_modifyitems(items):

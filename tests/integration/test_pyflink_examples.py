@@ -46,6 +46,7 @@ _STARTUP_LINES = (
     'Setting default log level to "WARN".',
     "To adjust logging level use sc.setLogLevel(newLevel).",
     'Setting Spark log level to "WARN".',  # on stdout, by Spark's JVM
+    "Picked up JAVA_TOOL_OPTIONS:",  # the JVM, when the variable is set (tests/conftest.py)
 )
 _IMPORT = re.compile(r"^(\s*)(from|import) pyflink\b", re.MULTILINE)
 
