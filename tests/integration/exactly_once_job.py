@@ -210,11 +210,13 @@ def assert_committed_output_exact(out: Path, splits: int) -> None:
     assert not hidden, f"staged part files left behind after the job finished: {hidden[:5]}"
 
 
-def assert_ran_epochs(result, restarts_at_least: int = 0) -> None:
+def assert_ran_epochs(result, restarts_at_least: int = 0, unlisted: int = 1) -> None:
     """At least 5 epochs and checkpoints; with a checkpoint after every epoch, recovery
-    restores the latest one, so no successful epoch ever runs twice."""
+    restores the latest one, so no successful epoch ever runs twice. Up to ``unlisted``
+    epochs are not listed: each failed after its checkpoint's metadata was written, and
+    recovery restored that checkpoint."""
     epochs = [e.epoch for e in result.epochs]
-    assert max(epochs) == EPOCHS and len(set(epochs)) >= EPOCHS - 1, epochs
+    assert max(epochs) == EPOCHS and len(set(epochs)) >= EPOCHS - unlisted, epochs
     assert epochs == sorted(set(epochs)), f"epochs ran again: not the latest checkpoint {epochs}"
     completed = [c for c in result.checkpoints if c.status == "COMPLETED"]
     assert len(completed) >= 5, [(c.id, c.epoch, c.status) for c in result.checkpoints]

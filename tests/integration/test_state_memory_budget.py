@@ -20,8 +20,10 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 from state_memory_job import ENTRIES_PER_KEY, KEYS, STATE_BYTES, checksum
 
 SCRIPT = Path(__file__).with_name("state_memory_job.py")
@@ -29,32 +31,46 @@ LIMIT_MB = 768
 TIMEOUT_S = 120
 
 
-def run_job(tmp_path: Path, backend: str) -> tuple[int, str]:
-    log_path = tmp_path / f"{backend}.log"
-    args = [sys.executable, str(SCRIPT), backend, str(tmp_path / f"work-{backend}")]
+def _start(directory: Path, backend: str) -> tuple[subprocess.Popen[bytes], Path]:
+    log_path = directory / f"{backend}.log"
+    args = [sys.executable, str(SCRIPT), backend, str(directory / f"work-{backend}")]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [*args, f"{LIMIT_MB}m"],
-            cwd=tmp_path,
+            cwd=directory,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        try:
-            code = process.wait(timeout=TIMEOUT_S)
-        finally:  # the job's JVM and workers too, whatever happened
+    return process, log_path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
+    """The exit code and output of the job on each backend. Both run at once: each is a
+    Spark of its own, and only its Python workers have the limit."""
+    directory = tmp_path_factory.mktemp("state-memory")
+    started = {backend: _start(directory, backend) for backend in ("rocksdb", "hashmap")}
+    done: dict[str, tuple[int, str]] = {}
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        for backend, (process, log_path) in started.items():
+            code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+            done[backend] = code, log_path.read_text(errors="replace")
+    finally:  # the jobs' JVMs and workers too, whatever happened
+        for process, _ in started.values():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    return code, log_path.read_text(errors="replace")
+    return done
 
 
 def tail(output: str, lines: int = 40) -> str:
     return "\n".join(output.splitlines()[-lines:])
 
 
-def test_map_state_beyond_the_worker_memory_limit_completes_on_rocksdb(tmp_path):
-    code, output = run_job(tmp_path, "rocksdb")
+def test_map_state_beyond_the_worker_memory_limit_completes_on_rocksdb(runs):
+    code, output = runs["rocksdb"]
     assert code == 0, tail(output)
     rows = json.loads(re.search(r"^RESULT (.*)$", output, re.MULTILINE).group(1))
     assert [row[:3] for row in rows] == [
@@ -68,8 +84,8 @@ def test_map_state_beyond_the_worker_memory_limit_completes_on_rocksdb(tmp_path)
     )
 
 
-def test_the_same_job_on_the_heap_backend_exceeds_the_limit(tmp_path):
+def test_the_same_job_on_the_heap_backend_exceeds_the_limit(runs):
     """The limit binds: on the heap backend the state does not fit."""
-    code, output = run_job(tmp_path, "hashmap")
+    code, output = runs["hashmap"]
     assert code != 0, tail(output)
     assert "MemoryError" in output, tail(output)
