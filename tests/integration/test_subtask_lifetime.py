@@ -133,7 +133,8 @@ DAEMON = python_daemon.__name__
 
 
 def spark_python_workers() -> list[int]:
-    """The Python workers of this session's executor: the children of its Python daemon."""
+    """The Python workers of this session's executor: the children of its Python daemon,
+    which descends from this process (not another test process's)."""
     commands = {}
     parents = {}
     for entry in os.listdir("/proc"):
@@ -146,10 +147,18 @@ def spark_python_workers() -> list[int]:
                 parents[int(entry)] = int(stat.read().split(") ", 1)[1].split()[1])
         except OSError:
             continue
+
+    def ours(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
     daemons = {
         pid
         for pid, command in commands.items()
-        if DAEMON in command and DAEMON not in commands.get(parents[pid], "")
+        if DAEMON in command and DAEMON not in commands.get(parents[pid], "") and ours(pid)
     }
     return [pid for pid, parent in parents.items() if parent in daemons]
 

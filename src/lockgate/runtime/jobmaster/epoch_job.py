@@ -218,10 +218,11 @@ class EpochJob:
                     job = tracker.getJobInfo(job_id)
                     last_stage = max(job.stageIds) if job else None
             if last_stage is not None:
-                stage = tracker.getStageInfo(last_stage)
+                # Spark's own object: PySpark's getStageInfo asks for all 7 fields, a call each
+                stage = tracker._jtracker.getStageInfo(last_stage)
                 if stage is not None and (
-                    stage.numActiveTasks + stage.numCompletedTasks + stage.numFailedTasks
-                    >= stage.numTasks
+                    stage.numActiveTasks() + stage.numCompletedTasks() + stage.numFailedTasks()
+                    >= stage.numTasks()
                 ):
                     return
             time.sleep(_LAUNCH_POLL_S)
@@ -363,4 +364,3 @@ def first_job_in_group(sc: SparkContext, group: str, first_id: int) -> int | Non
                 return job_id
         job_id += 1
     return None
-

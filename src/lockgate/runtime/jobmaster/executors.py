@@ -17,6 +17,8 @@ from pyspark import SparkContext
 from pyspark.rdd import RDD
 from pyspark.serializers import CPickleSerializer
 
+from lockgate.runtime.jobmaster.spark_session import session_conf
+
 
 @dataclass(frozen=True)
 class Executor:
@@ -61,7 +63,7 @@ def wait_for_executors(sc: SparkContext, settle_s: float, timeout_s: float) -> l
     master = str(sc.master)
     if master.startswith("local") and not master.startswith("local-cluster"):
         return []
-    wanted = int(sc.getConf().get("spark.executor.instances", "0") or 0)
+    wanted = int(session_conf(sc).get("spark.executor.instances", "0") or 0)
     deadline = time.monotonic() + timeout_s
     found = list_executors(sc)
     changed = time.monotonic()

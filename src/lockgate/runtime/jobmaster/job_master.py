@@ -52,7 +52,7 @@ from lockgate.runtime.jobmaster.savepoints import (
     SavepointRequest,
 )
 from lockgate.runtime.jobmaster.spark_errors import job_failure
-from lockgate.runtime.jobmaster.spark_session import check_session
+from lockgate.runtime.jobmaster.spark_session import check_session, session_conf
 from lockgate.runtime.jobmaster.storage_check import check_storage
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import run_id
@@ -64,7 +64,7 @@ log = logging.getLogger("lockgate")
 class JobMaster:
     def __init__(self, session: SparkSession, job: JobGraph, settings: JobSettings):
         self.sc = session.sparkContext
-        check_session(self.sc.getConf())
+        check_session(session_conf(self.sc))
         self.ctx = ctx = JobContext.create(job, settings)
         self.epoch_cap = EpochCap(settings.max_records_per_split, settings.epoch_target_s)
         self.progress = EpochProgress(settings.job_name) if settings.progress else None

@@ -30,6 +30,7 @@ from lockgate.common.version import __version__
 from lockgate.core.fs.storage import Storage, read_url
 from lockgate.runtime.jobmaster.executors import Executor, located_rdd, wait_for_executors
 from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.spark_session import session_conf
 from lockgate.runtime.messages.storage_probe import (
     DRIVER_FILE,
     LOCAL,
@@ -142,7 +143,7 @@ def _configured(settings: JobSettings, resumed_from: str | None) -> dict[str, st
 
 
 def _registration_timeout(sc: SparkContext) -> float:
-    raw = sc.getConf().get("spark.scheduler.maxRegisteredResourcesWaitingTime", "30s") or "30s"
+    raw = session_conf(sc).get("spark.scheduler.maxRegisteredResourcesWaitingTime", "30s") or "30s"
     try:
         return options.parse_duration_ms(raw) / 1000
     except ValueError:
