@@ -49,21 +49,26 @@ java:
 demo: $(PYFLINK_WHEEL) java
 	$(BIN)/python examples/account_balances.py
 
+# Two pytest workers (pytest-xdist), each with its Spark session: one worker's jobs leave the
+# cores idle between their stages, in timeouts and in sleeps that the other's fill. Tests that
+# share a module fixture stay on one worker (xdist_group).
+PARALLEL := -n 2 --dist loadgroup
+
 # Lint, type check and the docs build first: a failing check fails the run like a failing test.
 # --durations: the slowest tests, for keeping the suite within its time (CONTRIBUTING.md)
 test: $(PYFLINK_WHEEL) $(PYFLINK) java lint typecheck docs
-	$(BIN)/python -m pytest -q --durations=15 tests
+	$(BIN)/python -m pytest -q $(PARALLEL) --durations=15 tests
 
 unit: $(PYFLINK_WHEEL)
 	$(BIN)/python -m pytest -q tests/unit
 
 integration: $(PYFLINK) java
-	$(BIN)/python -m pytest -q tests/integration
+	$(BIN)/python -m pytest -q $(PARALLEL) tests/integration
 
 # Not part of `test`: the integration tests with every variant of their matrices (both state
 # backends and every parallelism everywhere; `test` runs one of each, marked in the tests).
 integration-full: $(PYFLINK) java
-	$(BIN)/python -m pytest -q -m 'not soak and not cluster' tests/integration
+	$(BIN)/python -m pytest -q $(PARALLEL) -m 'not soak and not cluster' tests/integration
 
 # Records what PyFlink's examples print (tests/integration/pyflink_examples_expected.json),
 # which `test` compares lockgate's output with; again after a change of PyFlink's version or
