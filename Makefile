@@ -50,9 +50,9 @@ demo: $(PYFLINK_WHEEL) java
 	$(BIN)/python examples/account_balances.py
 
 # Two pytest workers (pytest-xdist), each with its Spark session: one worker's jobs leave the
-# cores idle between their stages, in timeouts and in sleeps that the other's fill. Tests that
-# share a module fixture stay on one worker (xdist_group).
-PARALLEL := -n 2 --dist loadgroup
+# cores idle between their stages, in timeouts and in sleeps that the other's fill. A test
+# file runs on one worker, its tests one after another (module fixtures run once).
+PARALLEL := -n 2 --dist loadfile
 
 # Lint, type check and the docs build first: a failing check fails the run like a failing test.
 # --durations: the slowest tests, for keeping the suite within its time (CONTRIBUTING.md)

@@ -23,10 +23,6 @@ from spark_distribution import clean_env, make_spark_home
 
 import lockgate
 
-# Its tests share a module fixture that starts processes of their own: one pytest worker
-# runs them all (make test's --dist loadgroup), so that the fixture runs once.
-pytestmark = pytest.mark.xdist_group("spark-launches")
-
 PROBE = Path(__file__).with_name("session_probe.py")
 SRC = str(Path(lockgate.__file__).resolve().parents[1])
 TIMEOUT_S = 120

@@ -26,10 +26,6 @@ from pathlib import Path
 import pytest
 from state_memory_job import ENTRIES_PER_KEY, KEYS, STATE_BYTES, checksum
 
-# Its tests share a module fixture that starts processes of their own: one pytest worker
-# runs them all (make test's --dist loadgroup), so that the fixture runs once.
-pytestmark = pytest.mark.xdist_group("state-memory")
-
 SCRIPT = Path(__file__).with_name("state_memory_job.py")
 LIMIT_MB = 768
 TIMEOUT_S = 120
