@@ -3,9 +3,8 @@ make test runs two such processes, pytest-xdist's workers).
 
 ``local[2,2]`` is two cores, like the ``local[2]`` of these machines, plus one retry per
 task: local mode never retries a failed task otherwise, and some tests rely on retries.
-Spark remembers every job of the session: ``SparkJobCounter`` finds the next job id by
-halving over the ids from 0, which needs Spark to remember them all (all but the last 1000
-by default, which the whole suite exceeds).
+Spark remembers every job of the session: ``SparkJobCounter`` reads the jobs a test started
+by id, which Spark must not have forgotten meanwhile (all but the last 1000 by default).
 """
 
 from __future__ import annotations

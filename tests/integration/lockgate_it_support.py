@@ -59,30 +59,15 @@ class SparkJobCounter:
     failed run."""
 
     def __init__(self, spark: Any):
+        jsc = spark.sparkContext._jsc.sc()
         self._tracker = spark.sparkContext.statusTracker()
-        self._store = spark.sparkContext._jsc.sc().statusStore()
+        self._store = jsc.statusStore()
         self._groups_of: dict[int, str] = {}
-        self._first = self._next_job_id()
+        # the id of Spark's next job (its scheduler's counter: ids rise from 0)
+        self._first = int(jsc.dagScheduler().nextJobId())
         # an epoch that started before (its sources submitted ahead) is not one started since
         before = self._ids(max(0, self._first - _LOOK_BACK), self._first)
         self._before = {self._group(job_id) for job_id in before}
-
-    def _known(self, job_id: int) -> bool:
-        return self._tracker.getJobInfo(job_id) is not None
-
-    def _next_job_id(self) -> int:
-        """The id Spark gives the next job. Ids rise from 0 and this session remembers every
-        job (spark.ui.retainedJobs): found by halving, not by asking for each id (one call
-        each, thousands of jobs into the suite)."""
-        high = 1
-        while self._known(high):
-            high *= 2
-        low = 0 if not self._known(0) else high // 2  # known(low), or nothing is known
-        while low + 1 < high:
-            middle = (low + high) // 2
-            low, high = (middle, high) if self._known(middle) else (low, middle)
-        after_gaps = self._ids(low + 1 if self._known(low) else low)
-        return after_gaps[-1] + 1 if after_gaps else low + int(self._known(low))
 
     def _ids(self, first: int, last: int | None = None) -> list[int]:
         """Ids of the jobs Spark knows from ``first`` on (up to ``last``, excluded), looking
@@ -90,7 +75,7 @@ class SparkJobCounter:
         ids: list[int] = []
         job_id, misses = first, 0
         while misses < _GAPS and (last is None or job_id < last):
-            if self._known(job_id):
+            if self._tracker.getJobInfo(job_id) is not None:
                 ids.append(job_id)
                 misses = 0
             else:
@@ -104,21 +89,10 @@ class SparkJobCounter:
             self._groups_of[job_id] = group.get() if group.isDefined() else f"job {job_id}"
         return self._groups_of[job_id]
 
-    def _since(self, groups: tuple[str, ...] | None = None) -> list[int]:
-        """Ids of the jobs started since creation: of ``groups``, or of the epochs."""
-        return [
-            job_id
-            for job_id in self._ids(self._first)
-            if (
-                self._group(job_id) in groups
-                if groups is not None
-                else self._group(job_id) not in (STORAGE_CHECK_GROUP, RELEASE_GROUP, *self._before)
-            )
-        ]
-
     def started(self) -> list[int]:
         """Ids of the epochs' jobs started since creation, in order."""
-        return self._since()
+        not_epochs = {STORAGE_CHECK_GROUP, RELEASE_GROUP, *self._before}
+        return [i for i in self._ids(self._first) if self._group(i) not in not_epochs]
 
     def result_jobs(self) -> int:
         """The epochs' jobs started since creation that read a shuffle: an epoch's own job,
@@ -142,7 +116,7 @@ class SparkJobCounter:
 
     def checks_started(self) -> list[int]:
         """Ids of the storage checks' jobs started since creation."""
-        return self._since((STORAGE_CHECK_GROUP,))
+        return [i for i in self._ids(self._first) if self._group(i) == STORAGE_CHECK_GROUP]
 
 
 def collect(stream: Any) -> list[Any]:
