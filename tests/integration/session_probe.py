@@ -38,6 +38,8 @@ def main() -> None:
             .toArray()
             if arg.startswith("-Xmx")
         ],
+        "jvm_command": sc._jvm.java.lang.System.getProperty("sun.java.command"),
+        "probe_secret": conf.get("spark.hadoop.lockgate.probe.secret"),
         "pyspark_python": os.environ.get("PYSPARK_PYTHON"),
         "python_ran": sc.parallelize([1, 2, 3], 1).map(lambda x: x * 2).collect(),
     }

@@ -54,6 +54,7 @@ LAUNCHES = {
             "spark.master": "local[2]",
             "spark.app.name": "fromconfig",
             "spark.driver.memory": "777m",
+            "spark.hadoop.lockgate.probe.secret": "s3cr3t-value",
         },
         env={"PYSPARK_SUBMIT_ARGS": SUBMIT_ARGS},
     ),
@@ -141,6 +142,10 @@ def test_pyspark_submit_args_win_over_lockgates_defaults(probes):
 def test_configuration_keys_win_over_pyspark_submit_args(probes):
     got = probes["config-over-submit-args"]
     assert got["jvm_heap"] == ["-Xmx777m"]  # a setting of the JVM: it reached the launch
+    # any other key reaches the session, not the launch's command line (ps shows it to all)
+    assert got["probe_secret"] == "s3cr3t-value"
+    assert "s3cr3t-value" not in got["jvm_command"]
+    assert "spark.driver.memory=777m" in got["jvm_command"]  # where the probe looks
     assert got["master"] == "local[2]"
     assert got["app"] == "fromconfig"
     assert got["progress"] == "true"  # not in the configuration: the launch's value

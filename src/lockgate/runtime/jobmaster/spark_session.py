@@ -80,8 +80,25 @@ def _local_defaults(pythonpath_in_env: bool, sys_path: list[str]) -> dict[str, s
     return {"spark.executorEnv.PYTHONPATH": os.pathsep.join(paths)}
 
 
+# Settings that take effect only when Spark's JVM is launched (its heap, class path and JVM
+# options, the jars spark-submit fetches): the only keys lockgate puts on the launch's command
+# line, which every local user can read (a configuration may hold secrets, such as storage keys).
+_LAUNCH_KEYS = (
+    "spark.driver.memory",
+    "spark.driver.extraJavaOptions",
+    "spark.driver.defaultJavaOptions",
+    "spark.driver.extraClassPath",
+    "spark.driver.extraLibraryPath",
+    "spark.jars",
+)
+
+
 def _spark_keys(config: Mapping[str, str]) -> list[tuple[str, str]]:
     return [(key, value) for key, value in config.items() if key.startswith("spark.")]
+
+
+def _launch_keys(config: Mapping[str, str]) -> list[tuple[str, str]]:
+    return [(key, value) for key, value in _spark_keys(config) if key.startswith(_LAUNCH_KEYS)]
 
 
 def session_settings(
@@ -191,10 +208,11 @@ def get_or_create_session(config: Mapping[str, str]) -> SparkSession:
     spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
     by_pyspark = "PYSPARK_GATEWAY_PORT" not in os.environ  # not started by spark-submit
     _prepare_launch(config, spark_home)
-    # The JVM, with the configuration's keys (as PySpark's builder launches it): settings of
-    # the JVM itself, such as spark.driver.memory, apply only at its launch. SparkConf() then
-    # sees the launch's settings.
-    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(_spark_keys(config)))
+    # The JVM, with the configuration's settings of the JVM itself (they apply only at its
+    # launch; the others reach the session below). SparkConf() then sees the launch's settings.
+    SparkContext._ensure_initialized(
+        conf=SparkConf(loadDefaults=False).setAll(_launch_keys(config))
+    )
     launched = user_launch_settings(dict(SparkConf().getAll()), os.environ, spark_home, by_pyspark)
     settings = session_settings(config, launched, "PYTHONPATH" in os.environ)
     master = settings.get("spark.master") or launched["spark.master"]
