@@ -32,7 +32,7 @@ from lockgate.graph.job_graph import build_job_graph
 from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
-from lockgate.runtime.messages.host_protocol import EpochStart, HostRequest
+from lockgate.runtime.messages.host_protocol import EpochStart, RunAccess
 from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, SourceSplit
 from lockgate.runtime.messages.task_deployment import BatchBounds, TaskDeploymentDescriptor
 from lockgate.runtime.sparktask import epoch_task
@@ -86,11 +86,11 @@ class Hosts:
         self.hosts: dict[tuple[str, int, int], SubtaskHost] = {}
 
     @classmethod
-    def open_session(cls, run: str, vertex: int, index: int) -> _Session:
+    def open_session(cls, access: RunAccess, vertex: int, index: int) -> _Session:
         assert cls.current is not None
         hosts = cls.current.hosts
-        place = (run, vertex, index)
-        host = hosts.setdefault(place, SubtaskHost(HostRequest(run, vertex, index, "")))
+        place = (access.run, vertex, index)
+        host = hosts.setdefault(place, SubtaskHost(access.request(vertex, index, "")))
         return _Session(host, lambda: hosts.pop(place, None))
 
     def live(self, run: str) -> dict[tuple[int, int], Any]:
@@ -221,6 +221,10 @@ class Cluster:
     def run_id(self) -> str:
         return f"{self.job_id}#{self.generation}"
 
+    @property
+    def access(self) -> RunAccess:
+        return RunAccess(self.run_id, 64, "00" * 32)
+
     def settings(self, host: str) -> KeyedStateSettings:
         return KeyedStateSettings(
             backend=self.backend,
@@ -275,10 +279,10 @@ class Cluster:
         )
         [restore] = self.state.restore_for(vertex, self.run_id)
         if vertex.is_source:
-            task = EpochTask(descriptor, self.graph, None)
+            task = EpochTask(descriptor, self.graph, None, self.access)
             items = [(restore.encode(), items)]
         else:
-            task = EpochTask(descriptor, self.graph, [restore.encode()])
+            task = EpochTask(descriptor, self.graph, [restore.encode()], self.access)
         attempt_id = next(_attempt_ids)
         _TaskContext.current = FakeTaskContext(attempt_number, attempt_id)
         Hosts.current = self.workers.setdefault(worker, Hosts())

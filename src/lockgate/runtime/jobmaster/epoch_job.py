@@ -28,6 +28,7 @@ from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
+from lockgate.runtime.jobmaster.run_keys import RunKeys
 from lockgate.runtime.messages.spark_items import (
     PLACEMENT,
     AttemptReport,
@@ -157,10 +158,11 @@ class RunningEpoch:
 
 
 class EpochJob:
-    def __init__(self, sc: SparkContext, job: JobGraph, placement: SubtaskPlacement):
+    def __init__(self, sc: SparkContext, job: JobGraph, placement: SubtaskPlacement, keys: RunKeys):
         self.sc = sc
         self.job = job
         self.placement = placement
+        self.keys = keys
         self.started_runs: set[str] = set()  # runs whose subtasks may live on executors
         # Collects each epoch's job, so that the driver can plan the next epoch meanwhile
         self.collector = ThreadPoolExecutor(1, thread_name_prefix="lockgate-epoch")
@@ -288,7 +290,8 @@ class EpochJob:
         places = [(e.id, e.location) for e in list_executors(self.sc)] or [("driver", None)]
         self.sc.setJobGroup(RELEASE_GROUP, f"lockgate release {run}")
         try:
-            problems = located_rdd(self.sc, places).mapPartitions(ReleaseRun(run)).collect()
+            release = ReleaseRun(self.keys.access(run))
+            problems = located_rdd(self.sc, places).mapPartitions(release).collect()
         except SPARK_JOB_FAILURES as exc:
             log.warning("could not release the subtasks of run %s: %s", run, exc)
             return

@@ -201,6 +201,7 @@ class EpochPlanner:
                 ),
                 graph,
                 None if vertex.is_source else restores[vertex.id],
+                self.ctx.keys.access(frame.run),
             )
             for vertex in vertices
         }

@@ -20,6 +20,7 @@ from lockgate.runtime.jobmaster.failure_injector import FailureInjector
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.jobmaster.job_summary import JobSummary
+from lockgate.runtime.jobmaster.run_keys import RunKeys
 from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 
 
@@ -38,6 +39,7 @@ class JobContext:
     injector: FailureInjector  # failures tests inject at named points
     summary: JobSummary  # statistics per epoch and checkpoint, restarts
     cancelled: threading.Event  # set from any thread: stop after the running epoch
+    keys: RunKeys  # what each run's tasks and subtask hosts prove to each other
 
     @staticmethod
     def create(job: JobGraph, settings: JobSettings) -> JobContext:
@@ -63,4 +65,5 @@ class JobContext:
                 settings.job_id, settings.job_name, deque(maxlen=settings.epoch_history)
             ),
             cancelled=threading.Event(),
+            keys=RunKeys(job),
         )

@@ -72,7 +72,7 @@ class JobMaster:
         self._finished = False  # the sources are read to their end, or a stop's savepoint taken
         self._subtasks_closed = False  # they close themselves at the end of the input
         self.placement = SubtaskPlacement()
-        self.spark_job = EpochJob(self.sc, job, self.placement)
+        self.spark_job = EpochJob(self.sc, job, self.placement, ctx.keys)
         # by the graph's shape, and the sources' enumerators: a file's cannot plan ahead
         self.pipelined = pipelines(job) and all(
             e.ahead() is not None for e in ctx.state.enumerators.values()

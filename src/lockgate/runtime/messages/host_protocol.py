@@ -1,6 +1,7 @@
 """What a Spark task and the subtask host it drives say to each other over their socket.
 
-A frame is one byte of kind (``FrameKind``), four of length, then the payload. Control
+Every connection starts with the handshake of ``channel_auth``. A frame is then one byte of
+kind (``FrameKind``), eight of length, then the payload. Control
 frames carry typed JSON records; data frames carry a small binary header and the records'
 bytes, pickled once by the subtask that produced them (they pass through the task
 untouched): a BATCH frame carries a ``ChannelItem``, an OUTPUT frame a ``HostOutput``, a
@@ -15,14 +16,14 @@ from __future__ import annotations
 
 import socket
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from lockgate.common.records import Record
 from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, ItemKind, SourceSplit
 from lockgate.runtime.messages.task_deployment import SubtaskRestore, TaskDeploymentDescriptor
 
-VERSION = 4
+VERSION = 5
 
 
 class FrameKind(IntEnum):
@@ -46,7 +47,8 @@ class FrameKind(IntEnum):
     SPAWNED = 17  # HostStarted
 
 
-_FRAME = struct.Struct(">BI")  # kind, length of the payload
+_FRAME = struct.Struct(">BQ")  # kind, length of the payload
+FRAME_HEADER_BYTES = _FRAME.size
 _FRAME_KINDS = {kind.value: kind for kind in FrameKind}
 _ITEM_KINDS = {kind.value: kind for kind in ItemKind}
 # The fixed head of the data frames (the rest of a frame follows it):
@@ -66,38 +68,6 @@ class HostConnectionLost(ConnectionError):
     """The other side of a task-host connection went away mid-conversation."""
 
 
-def socket_name(request: HostRequest) -> str:
-    """The abstract Unix socket of a subtask's host: one per Spark host and subtask of a
-    run.
-
-    Abstract names (Linux) vanish with the process that bound them, and binding one is
-    atomic, so two tasks that start the same host at once end up with one host. The Spark
-    host is in the name so that a host serves only the tasks Spark placed on its Spark host,
-    the place the driver then asks for (two Spark hosts on one machine share the namespace).
-    """
-    return f"{run_prefix(request.run)}{request.location}/{request.vertex}/{request.index}"
-
-
-def task_manager_name(daemon_pid: int) -> str:
-    """The abstract Unix socket of the task manager of the executor whose Python daemon
-    (the parent of its Python workers) has pid ``daemon_pid``."""
-    return f"\0lockgate/taskmanager/{daemon_pid}"
-
-
-_PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid (SO_PEERCRED)
-
-
-def peer_credentials(sock: socket.socket) -> tuple[int, int]:
-    """(pid, uid) of the process at the other end of a connected Unix socket."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
-    pid, uid, _ = _PEER_CREDENTIALS.unpack(raw)
-    return int(pid), int(uid)
-
-
-def run_prefix(run: str) -> str:
-    return f"\0lockgate/{run}/"
-
-
 # Frames ------------------------------------------------------------------------------------
 
 
@@ -114,24 +84,38 @@ def send_record(sock: socket.socket, kind: FrameKind, record: Record) -> None:
     send(sock, kind, record.encode())
 
 
-class FrameReader:
-    """Reads frames from a socket through a buffer (few system calls for small frames)."""
+def frame_header(header: bytes) -> tuple[FrameKind, int]:
+    """The kind and payload length of the frame that starts with ``header``."""
+    kind, length = _FRAME.unpack(header)
+    try:
+        return _FRAME_KINDS[kind], length
+    except KeyError:
+        raise ValueError(f"a frame of unknown kind {kind}") from None
 
-    def __init__(self, sock: socket.socket):
+
+class FrameTooLarge(ValueError):
+    """A peer announced a frame larger than the reader accepts."""
+
+
+class FrameReader:
+    """Reads frames from a socket through a buffer (few system calls for small frames), none
+    longer than ``limit`` bytes (a peer cannot make the reader allocate what it likes)."""
+
+    def __init__(self, sock: socket.socket, limit: int | None = None):
         self.stream = sock.makefile("rb", buffering=1 << 16)
+        self.limit = limit
 
     def read(self) -> tuple[FrameKind, bytes]:
         header = self.stream.read(_FRAME.size)
         if len(header) < _FRAME.size:
             raise HostConnectionLost("the connection closed between frames")
-        kind, length = _FRAME.unpack(header)
+        kind, length = frame_header(header)
+        if self.limit is not None and length > self.limit:
+            raise FrameTooLarge(f"a frame of {length} bytes (at most {self.limit} accepted)")
         payload = self.stream.read(length)
         if len(payload) < length:
             raise HostConnectionLost(f"the connection closed inside a frame of kind {kind}")
-        try:
-            return _FRAME_KINDS[kind], payload
-        except KeyError:
-            raise RuntimeError(f"a frame of unknown kind {kind}") from None
+        return kind, payload
 
     def close(self) -> None:
         self.stream.close()
@@ -220,6 +204,19 @@ class HostReleased(Record, format=RELEASED_FORMAT, version=VERSION):
 
 
 @dataclass(frozen=True)
+class RunAccess:
+    """What a task needs to reach its run's hosts, handed by the driver with the task (Spark
+    ships it in the task's closure, never on a command line or in a file)."""
+
+    run: str
+    subtasks: int  # of the run's job: the most hosts the run can have on one executor
+    key: str = field(repr=False)  # the run's key (channel_auth)
+
+    def request(self, vertex: int, index: int, location: str) -> HostRequest:
+        return HostRequest(self.run, vertex, index, location, self.subtasks, self.key)
+
+
+@dataclass(frozen=True)
 class HostRequest(Record, format=REQUEST_FORMAT, version=VERSION):
     """A task asks its executor's task manager for the host of a subtask."""
 
@@ -227,6 +224,8 @@ class HostRequest(Record, format=REQUEST_FORMAT, version=VERSION):
     vertex: int
     index: int
     location: str  # the executor's Spark host ("" in local mode)
+    subtasks: int  # of the run's job: the most hosts the run can have on one executor
+    key: str = field(repr=False)  # the run's (channel_auth): the host checks its tasks with it
 
 
 @dataclass(frozen=True)

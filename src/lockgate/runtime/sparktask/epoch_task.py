@@ -18,7 +18,7 @@ from typing import Any
 from pyspark import SparkFiles, TaskContext
 
 from lockgate.core.source import SplitAssignment, SplitEnumerator
-from lockgate.runtime.messages.host_protocol import EpochStart
+from lockgate.runtime.messages.host_protocol import EpochStart, RunAccess
 from lockgate.runtime.messages.spark_items import (
     AttemptReport,
     ChannelItem,
@@ -61,11 +61,16 @@ class EpochTask:
     """
 
     def __init__(
-        self, descriptor: TaskDeploymentDescriptor, graph: Any, restores: list[bytes] | None
+        self,
+        descriptor: TaskDeploymentDescriptor,
+        graph: Any,
+        restores: list[bytes] | None,
+        access: RunAccess,
     ):
         self.descriptor = descriptor.encode()
         self.graph = graph  # a Spark broadcast of the cloudpickled job graph
         self.restores = restores  # None for a source task
+        self.access = access  # how to reach the run's hosts
 
     def __call__(self, index: int, items: Iterable[Any]) -> Iterator[Any]:
         task = TaskDeploymentDescriptor.decode(self.descriptor)
@@ -81,7 +86,7 @@ class EpochTask:
         else:
             encoded, channel = self.restores[index], _shuffled_input(items)
         restore = SubtaskRestore.for_subtask(encoded, task.vertex, index, task.run)
-        host = open_session(task.run, task.vertex, index)
+        host = open_session(self.access, task.vertex, index)
         try:
             start = EpochStart(
                 _local_descriptor(task), list(sys.path), restore, index, version, attempt

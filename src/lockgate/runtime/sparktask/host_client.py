@@ -14,8 +14,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from lockgate.runtime.messages import host_protocol as protocol
+from lockgate.runtime.messages import socket_directory
+from lockgate.runtime.messages.channel_auth import (
+    PeerRefused,
+    authenticate_listener,
+    check_peer_user,
+    peer_credentials,
+)
 from lockgate.runtime.messages.host_protocol import (
     EpochDone,
     EpochStart,
@@ -25,27 +34,20 @@ from lockgate.runtime.messages.host_protocol import (
     HostReleased,
     HostRequest,
     HostStarted,
+    RunAccess,
 )
 from lockgate.runtime.messages.spark_items import ChannelItem, HostOutput, SourceSplit
 from lockgate.runtime.sparktask.executor_identity import spark_host
 
 START_TIMEOUT_S = 60.0  # for a new host to bind its socket (imports on a loaded machine)
 RELEASE_TIMEOUT_S = 30.0  # for a host to close its subtask before it is killed
+RELEASE_THREADS = 8  # hosts released at once on one executor
 _BEGIN_TRIES = 5
+_CONTROL_LIMIT = 1 << 20  # the longest control frame a task accepts from a task manager
 
 
 class SubtaskHostError(RuntimeError):
     """The subtask's host failed the epoch; the message carries the host's traceback."""
-
-
-def _connect(name: str) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(name)
-    except (ConnectionRefusedError, FileNotFoundError):
-        sock.close()
-        return None
-    return sock
 
 
 def _start_task_manager(daemon_pid: int) -> None:
@@ -98,16 +100,18 @@ def _start_host(request: HostRequest) -> None:
     """Have this executor's task manager start the subtask's host (the task manager first,
     if the executor has none yet)."""
     daemon_pid = os.getppid()  # the executor's Python daemon forked this worker
+    what = "the task manager of this executor"
     manager = _connect_starting(
-        protocol.task_manager_name(daemon_pid),
+        socket_directory.task_manager_path(daemon_pid),
         lambda: _start_task_manager(daemon_pid),
-        "the task manager of this executor",
+        what,
     )
     with manager:
+        check_peer_user(manager, what)
         manager.settimeout(START_TIMEOUT_S)
         protocol.send_record(manager, FrameKind.SPAWN, request)
         try:
-            kind, payload = FrameReader(manager).read()
+            kind, payload = FrameReader(manager, _CONTROL_LIMIT).read()
         except (ConnectionError, TimeoutError) as exc:
             status = f"the task manager did not answer ({exc})"
         else:
@@ -123,22 +127,38 @@ def _start_host(request: HostRequest) -> None:
         )
 
 
-def connect_host(run: str, vertex: int, index: int) -> socket.socket:
-    """A connection to the subtask's host on this Spark host, started if there is none."""
-    request = HostRequest(run, vertex, index, spark_host())
-    return _connect_starting(
-        protocol.socket_name(request),
-        lambda: _start_host(request),
-        f"the host of subtask {index} of task {vertex} (run {run})",
-    )
+def connect_host(access: RunAccess, vertex: int, index: int) -> socket.socket:
+    """An authenticated connection to the subtask's host on this Spark host, started if
+    there is none."""
+    request = access.request(vertex, index, spark_host())
+    what = f"the host of subtask {index} of task {vertex} (run {access.run})"
+    path = socket_directory.host_path(access.run, request.location, vertex, index)
+    retry = 0
+    while True:
+        sock = _connect_starting(path, lambda: _start_host(request), what)
+        try:
+            # No time limit: the host may be busy with an earlier attempt of this task.
+            authenticate_listener(sock, access.key, what, timeout=None)
+            return sock
+        except ConnectionError:
+            sock.close()
+            # The host was exiting (released, its subtask closed, its last epoch failed):
+            # a new one takes over once the name is free.
+            retry += 1
+            if retry == _BEGIN_TRIES:
+                raise
+            time.sleep(0.05 * retry)
+        except BaseException:
+            sock.close()
+            raise
 
 
-def _connect_starting(name: str, start: Callable[[], None], what: str) -> socket.socket:
-    """A connection to the socket ``name``, after ``start()`` if nothing listens there."""
-    sock = _connect(name)
+def _connect_starting(path: Path, start: Callable[[], None], what: str) -> socket.socket:
+    """A connection to the socket at ``path``, after ``start()`` if nothing listens there."""
+    sock = socket_directory.connect(path)
     if sock is None:
         start()
-        sock = _connect(name)
+        sock = socket_directory.connect(path)
     if sock is None:
         raise RuntimeError(f"{what} started but cannot be reached")
     return sock
@@ -148,9 +168,9 @@ class HostSession:
     """One epoch of a subtask, run by its host: the task sends input, the host answers with
     output."""
 
-    def __init__(self, run: str, vertex: int, index: int):
-        self.where = f"subtask {index} of task {vertex} (run {run})"
-        self.place = (run, vertex, index)
+    def __init__(self, access: RunAccess, vertex: int, index: int):
+        self.where = f"subtask {index} of task {vertex} (run {access.run})"
+        self.place = (access, vertex, index)
         self.sock = connect_host(*self.place)
         self.reader = FrameReader(self.sock)
 
@@ -218,56 +238,69 @@ class HostSession:
 # Release ----------------------------------------------------------------------------------
 
 
-def _listening_names(prefix: str) -> set[str]:
-    """Abstract socket names on this machine that start with ``prefix`` (/proc/net/unix
-    shows the leading NUL as '@')."""
-    shown = "@" + prefix[1:]
-    names = set()
-    with open("/proc/net/unix") as table:
-        next(table)
-        for line in table:
-            fields = line.split()
-            if len(fields) >= 8 and fields[7].startswith(shown):
-                names.add("\0" + fields[7][1:])
-    return names
-
-
-def release_hosts(run: str, timeout_s: float = RELEASE_TIMEOUT_S) -> list[str]:
-    """Close the subtasks of ``run`` hosted on this machine and end their hosts; a host that
-    does not answer within ``timeout_s`` (a user function stuck in a call) is killed.
-    Returns what went wrong, one line per host."""
-    problems = []
-    for name in sorted(_listening_names(protocol.run_prefix(run))):
-        sock = _connect(name)
-        if sock is None:
-            continue  # exited meanwhile
-        shown = name[1:]
-        try:
-            pid = protocol.peer_credentials(sock)[0]
-            sock.settimeout(timeout_s)
-            protocol.send(sock, FrameKind.RELEASE)
-            kind, payload = FrameReader(sock).read()
-            if kind is not FrameKind.RELEASED:
-                problems.append(f"{shown}: answered a release with a {kind.name} frame")
-                continue
-            released = HostReleased.decode(payload, f"the release reported by {shown}")
-            if released.close_error is not None:
-                problems.append(f"{shown}: close() failed: {released.close_error}")
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            problems.append(f"{shown}: did not close within {timeout_s:.0f} s; killed")
-        except ConnectionError:
-            continue  # it exited meanwhile
-        finally:
-            sock.close()
+def release_hosts(access: RunAccess, timeout_s: float = RELEASE_TIMEOUT_S) -> list[str]:
+    """Close the subtasks of ``access.run`` hosted on this machine and end their hosts, a few
+    at once; a host that does not answer within ``timeout_s`` (a user function stuck in a
+    call) is killed. Returns what went wrong, one line per host."""
+    sockets = socket_directory.run_sockets(access.run)
+    with ThreadPoolExecutor(max(1, min(RELEASE_THREADS, len(sockets)))) as pool:
+        outcomes = list(pool.map(lambda path: _release(path, access.key, timeout_s), sockets))
+    problems = [problem for problem in outcomes if problem is not None]
+    socket_directory.remove_dead(access.run)
+    problems += [
+        f"{path}: still listening after the release"
+        for path in socket_directory.run_sockets(access.run)
+    ]
     return problems
+
+
+def _release(path: Path, key: str, timeout_s: float) -> str | None:
+    """Release the host at ``path``, and wait until its process is gone."""
+    sock = socket_directory.connect(path)
+    if sock is None:
+        return None  # exited meanwhile, or killed (remove_dead clears its socket)
+    with sock:
+        try:
+            # The very process, whatever becomes of its pid: a pid is reused once it exits.
+            process = os.pidfd_open(peer_credentials(sock)[0])
+        except ProcessLookupError:
+            return None
+        try:
+            return _release_process(sock, process, key, path, timeout_s)
+        finally:
+            os.close(process)
+
+
+def _release_process(
+    sock: socket.socket, process: int, key: str, path: Path, timeout_s: float
+) -> str | None:
+    try:
+        authenticate_listener(sock, key, f"the host at {path}", timeout=timeout_s)
+        sock.settimeout(timeout_s)
+        protocol.send(sock, FrameKind.RELEASE)
+        kind, payload = FrameReader(sock, _CONTROL_LIMIT).read()
+        if kind is not FrameKind.RELEASED:
+            return f"{path}: answered a release with a {kind.name} frame"
+        released = HostReleased.decode(payload, f"the release reported by {path}")
+        if not select.select([process], [], [], timeout_s)[0]:
+            raise TimeoutError
+        if released.close_error is not None:
+            return f"{path}: close() failed: {released.close_error}"
+        return None
+    except TimeoutError:  # a process of this user in the run's directory: the run's host
+        signal.pidfd_send_signal(process, signal.SIGKILL)
+        return f"{path}: did not close within {timeout_s:.0f} s; killed"
+    except PeerRefused as exc:
+        return f"{path}: not released: {exc}"
+    except ConnectionError:
+        return None  # it exited meanwhile
 
 
 class ReleaseRun:
     """The task of the driver's release job, one on each executor: ``release_hosts`` there."""
 
-    def __init__(self, run: str):
-        self.run = run
+    def __init__(self, access: RunAccess):
+        self.access = access
 
     def __call__(self, _: Iterable[object]) -> list[str]:
-        return release_hosts(self.run)
+        return release_hosts(self.access)

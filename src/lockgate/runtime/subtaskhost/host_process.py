@@ -1,16 +1,15 @@
 """The process of one subtask host, forked by its executor's task manager.
 
-The host serves the tasks of its subtask one at a time over an abstract Unix socket named by
-run, task and subtask, and lives until the run ends for it: end of input, a release by the
-driver, or the end of the executor's Python daemon (the host is in the daemon's process
-group, which the daemon signals when it stops, and it watches the daemon's pid in case the
-daemon itself is killed).
+The host serves the tasks of its subtask one at a time over a Unix socket named by run, task
+and subtask (``socket_directory``), to callers that hold the run's key, and lives until the
+run ends for it: end of input, a release by the driver, or the end of the executor's Python
+daemon (the host is in the daemon's process group, which the daemon signals when it stops,
+and it watches the daemon's pid in case the daemon itself is killed).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import selectors
@@ -19,6 +18,7 @@ import sys
 import traceback
 
 from lockgate.runtime.messages import host_protocol as protocol
+from lockgate.runtime.messages.channel_auth import PeerRefused, authenticate_caller
 from lockgate.runtime.messages.host_protocol import (
     EpochStart,
     FrameKind,
@@ -28,6 +28,7 @@ from lockgate.runtime.messages.host_protocol import (
     HostRequest,
     HostStarted,
 )
+from lockgate.runtime.messages.socket_directory import ExclusiveListener, host_path
 from lockgate.runtime.messages.spark_items import HostOutput
 from lockgate.runtime.subtaskhost.cancellation import CancelWatch, TaskGone
 from lockgate.runtime.subtaskhost.subtask_host import SubtaskHost
@@ -136,42 +137,45 @@ def watch_daemon(daemon_pid: int) -> int | None:
         return None
 
 
-def serve(listener: socket.socket, host: SubtaskHost, daemon_pid: int) -> None:
+def serve(listener: socket.socket, host: SubtaskHost, key: str, daemon_pid: int) -> None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     daemon = watch_daemon(daemon_pid)
     if daemon is None:
         return
     selector.register(daemon, selectors.EVENT_READ)
-    uid = os.getuid()
+    where = f"a caller of the host of subtask {host.index} of task {host.vertex} ({host.run})"
     while True:
-        for key, _ in selector.select():
-            if key.fileobj is daemon:
+        for event, _ in selector.select():
+            if event.fileobj is daemon:
                 return  # the executor's Python daemon is gone, and with it the executor
             conn, _ = listener.accept()
             with conn:
-                if protocol.peer_credentials(conn)[1] != uid:
-                    log.warning("refused a connection from another user to %s", host.run)
+                try:
+                    authenticate_caller(conn, key, where)
+                except (PeerRefused, OSError) as exc:
+                    log.warning("refused a connection: %s", exc)
                     continue
                 if _Connection(conn, host).serve():
                     return
 
 
 def run_host(requester: socket.socket, request: HostRequest, daemon_pid: int) -> None:
-    """Become the host of ``request`` (in a process the task manager just forked): bind its
+    """Become the host of ``request`` (in a process the task manager just forked): claim its
     socket, tell the requesting task, and serve until the run ends for the subtask."""
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = host_path(request.run, request.location, request.vertex, request.index)
     try:
-        listener.bind(protocol.socket_name(request))
+        listener = ExclusiveListener.claim(path)
     except OSError as exc:
-        status = "exists" if exc.errno == errno.EADDRINUSE else f"cannot listen: {exc}"
-        _answer(requester, status)
+        _answer(requester, f"cannot listen at {path}: {exc}")
         return
-    listener.listen(64)
+    if listener is None:
+        _answer(requester, "exists")
+        return
     _answer(requester, "ready")
     host = SubtaskHost(request)
     try:
-        serve(listener, host, daemon_pid)
+        serve(listener.socket, host, request.key, daemon_pid)
     finally:
         listener.close()
         host.discard()

@@ -9,82 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
-import uuid
 
 import pytest
+from host_processes import alive, host_pid, hosts_of, new_run, task_manager_pid, wait_until
 
-from lockgate.runtime.messages import host_protocol as protocol
-from lockgate.runtime.sparktask import host_client
-from lockgate.runtime.sparktask.host_client import (
-    _listening_names,
-    connect_host,
-    release_hosts,
-)
-
-
-def new_run() -> str:
-    return f"{uuid.uuid4().hex}#0"
-
-
-def hosts_of(run: str) -> set[str]:
-    return _listening_names(protocol.run_prefix(run))
-
-
-def host_pid(run: str, vertex: int, index: int) -> int:
-    sock = connect_host(run, vertex, index)
-    with sock:
-        return protocol.peer_credentials(sock)[0]
-
-
-def wait_until(condition, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):  # reaped since the kill(0), or mid-read
-        return False
-
-
-@pytest.fixture(autouse=True)
-def daemon(monkeypatch):
-    """Stands for the executor's Python daemon, the parent of the worker that starts hosts
-    (here the test process): the task manager and the hosts end with it."""
-    process = subprocess.Popen(["sleep", "600"])
-    monkeypatch.setattr(host_client.os, "getppid", lambda: process.pid)
-    yield process
-    process.kill()
-    process.wait()
-
-
-@pytest.fixture
-def run():
-    name = new_run()
-    yield name
-    release_hosts(name, timeout_s=5)
-
-
-def task_manager_pid(daemon) -> int:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with sock:
-        sock.connect(protocol.task_manager_name(daemon.pid))
-        return protocol.peer_credentials(sock)[0]
+from lockgate.runtime.messages import socket_directory
+from lockgate.runtime.sparktask.host_client import connect_host, release_hosts
 
 
 def test_tasks_that_start_the_same_host_at_once_share_one_host(run):
@@ -105,7 +37,7 @@ def test_tasks_that_start_the_same_host_at_once_share_one_host(run):
 
     assert errors == []
     assert len(set(pids)) == 1
-    assert hosts_of(run) == {protocol.socket_name(protocol.HostRequest(run, 3, 1, ""))}
+    assert hosts_of(run) == {socket_directory.host_path(run.run, "", 3, 1).name}
 
 
 def test_a_release_ends_every_host_of_the_run_and_no_other(run):
@@ -136,7 +68,7 @@ def test_hosts_and_their_task_manager_end_with_the_executors_python_daemon(run, 
     """They watch the daemon's pid: killed with SIGKILL, the daemon cannot signal its
     process group."""
     hosts = [host_pid(run, 0, index) for index in (0, 1)]
-    manager = task_manager_pid(daemon)
+    manager = task_manager_pid(daemon.pid)
     assert all(alive(pid) for pid in [*hosts, manager])
 
     daemon.kill()
@@ -147,7 +79,7 @@ def test_hosts_and_their_task_manager_end_with_the_executors_python_daemon(run, 
 
 def test_one_task_manager_per_executor_starts_every_host(run, daemon):
     hosts = [host_pid(run, vertex, 0) for vertex in range(3)]
-    manager = task_manager_pid(daemon)
+    manager = task_manager_pid(daemon.pid)
 
     assert all(parent_of(pid) == manager for pid in hosts)
 

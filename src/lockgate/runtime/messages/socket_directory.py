@@ -1,0 +1,157 @@
+"""Where the task manager and the subtask hosts of this machine listen.
+
+Their sockets are files in ``<temp dir>/lockgate-<uid>/sockets``, a directory only this user
+can enter (``private_directory``): another local user can neither connect to them nor bind a
+name first. A run's hosts share a directory named after the run, which its release lists.
+
+A socket file outlives a process that is killed, so a listener claims its name with a lock
+file next to it: whoever holds the lock owns the name, and the lock goes with its process. Two
+processes that start the same listener at once end up with one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import socket
+from pathlib import Path
+
+from lockgate.core.fs.private_directory import private_directory, user_directory
+
+_MAX_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
+LOCK_SUFFIX = ".lock"
+
+
+def sockets_directory() -> Path:
+    return private_directory(user_directory() / "sockets", None)
+
+
+def task_manager_path(daemon_pid: int) -> Path:
+    """The socket of the task manager of the executor whose Python daemon (the parent of its
+    Python workers) has pid ``daemon_pid``."""
+    return _checked(sockets_directory() / f"taskmanager-{daemon_pid}")
+
+
+def run_directory(run: str) -> Path:
+    """The directory of ``run``'s host sockets (a digest of the run's name: paths of Unix
+    sockets are short)."""
+    return sockets_directory() / f"run-{hashlib.sha256(run.encode()).hexdigest()[:16]}"
+
+
+def host_path(run: str, location: str, vertex: int, index: int) -> Path:
+    """The socket of a subtask's host: one per Spark host and subtask of a run. The Spark
+    host is in the name so that a host serves only the tasks Spark placed on its Spark host,
+    the place the driver then asks for (two Spark hosts on one machine share the directory)."""
+    place = hashlib.sha256(location.encode()).hexdigest()[:8]
+    return _checked(run_directory(run) / f"{vertex}.{index}.{place}")
+
+
+def _checked(path: Path) -> Path:
+    if len(os.fsencode(path)) > _MAX_PATH:
+        raise RuntimeError(
+            f"the socket path {path} is longer than the {_MAX_PATH} bytes Linux allows: set "
+            f"TMPDIR on this machine's executors to a shorter directory"
+        )
+    return path
+
+
+def run_sockets(run: str) -> list[Path]:
+    """The sockets of ``run``'s hosts on this machine (some may belong to dead hosts)."""
+    directory = run_directory(run)
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(directory / name for name in names if not name.endswith(LOCK_SUFFIX))
+
+
+def connect(path: Path) -> socket.socket | None:
+    """A connection to the listener at ``path``; None if nobody listens there."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.connect(os.fspath(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        sock.close()
+        return None
+    return sock
+
+
+class ExclusiveListener:
+    """A listening socket at a path that this process alone holds, until ``close``."""
+
+    def __init__(self, path: Path, lock: int, sock: socket.socket):
+        self.path = path
+        self.lock = lock
+        self.socket = sock
+
+    @classmethod
+    def claim(cls, path: Path, backlog: int = 64) -> ExclusiveListener | None:
+        """Listen at ``path``; None if a live process holds it."""
+        private_directory(path.parent, None)
+        lock_path = path.with_name(path.name + LOCK_SUFFIX)
+        while True:
+            lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(lock)
+                return None
+            # The holder before may have removed the lock file after this opened it: a lock
+            # on a file no longer at the path holds nothing.
+            try:
+                current = os.stat(lock_path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(lock).st_ino:
+                break
+            os.close(lock)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # the socket of a killed holder
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        try:
+            sock.bind(os.fspath(path))
+            sock.listen(backlog)
+        except OSError:
+            sock.close()
+            os.close(lock)
+            raise
+        return cls(path, lock, sock)
+
+    def close(self) -> None:
+        """Give the name up: the socket file first, so that nobody connects to a listener
+        about to go, then the lock file."""
+        for name in (self.path, self.path.with_name(self.path.name + LOCK_SUFFIX)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+        self.forget()
+
+    def forget(self) -> None:
+        """Close this process's handles without giving the name up (a forked child of the
+        holder, which must not keep the holder's lock)."""
+        self.socket.close()
+        with contextlib.suppress(OSError):
+            os.close(self.lock)
+
+
+def remove_dead(run: str) -> None:
+    """Remove what hosts of ``run`` that died without closing left in its directory, and the
+    directory once it is empty (after the run's release)."""
+    directory = run_directory(run)
+    for path in run_sockets(run):
+        listener = _claim_dead(path)
+        if listener is not None:
+            listener.close()
+    with contextlib.suppress(FileNotFoundError, OSError):
+        os.rmdir(directory)
+
+
+def _claim_dead(path: Path) -> ExclusiveListener | None:
+    try:
+        return ExclusiveListener.claim(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.EADDRINUSE):
+            return None
+        raise
