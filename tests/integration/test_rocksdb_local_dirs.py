@@ -46,7 +46,7 @@ class CountAndLook(KeyedProcessFunction):
             self.looked.add(epoch)
             index = self.index
             found = {
-                root: sorted(glob.glob(f"{root}/lockgate-rocksdb/*/op*-{index}/snap-*"))
+                root: sorted(glob.glob(f"{root}/lockgate-rocksdb-*/*/op*-{index}/snap-*"))
                 for root in self.roots
             }
             yield "look", index, epoch, os.getcwd(), found
@@ -93,7 +93,7 @@ def test_instances_live_in_the_local_dirs_by_subtask_and_go_with_the_job(make_en
             assert not other, found
             assert len(mine) <= SNAPSHOTS_KEPT, f"epoch {epoch}: snapshots pile up: {mine}"
     for root in roots:
-        assert not glob.glob(f"{root}/lockgate-rocksdb/*/*"), "instances left after the job"
+        assert not glob.glob(f"{root}/lockgate-rocksdb-*/*/*"), "instances left after the job"
 
 
 def test_localdir_given_as_a_file_uri(make_env, tmp_path):

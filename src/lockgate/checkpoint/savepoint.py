@@ -22,6 +22,7 @@ from lockgate.checkpoint.coordinator import (
     with_absolute_files,
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError, CheckpointMetadata
+from lockgate.common.config_options import SAVEPOINT_DIR
 from lockgate.core.fs.storage import Storage, read_url
 
 METADATA = "_metadata"
@@ -33,7 +34,7 @@ def new_savepoint_directory(target: str, job_id: str) -> Storage:
     for _ in range(10):
         name = f"savepoint-{job_id[:6]}-{secrets.token_hex(6)}"
         if not root.exists(name):
-            return root.child(name)
+            return root.child(name).make_private(SAVEPOINT_DIR.key)
     raise OSError(f"no unused savepoint directory name under {target} after 10 tries")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from lockgate.common.records import Record
@@ -23,4 +24,10 @@ class KeyedStateSettings(Record):
             from pyspark import SparkFiles
 
             roots = (SparkFiles.getRootDirectory(),)
-        return [f"{root}/lockgate-rocksdb/{self.job_id}" for root in roots]
+        return [f"{root}/{instances_directory()}/{self.job_id}" for root in roots]
+
+
+def instances_directory() -> str:
+    """The directory of this user's RocksDB instances in a local directory (private to the
+    user: ``RocksDBRestoreOperation`` creates it 0700, or refuses another's)."""
+    return f"lockgate-rocksdb-{os.getuid()}"

@@ -12,7 +12,10 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+from lockgate.common.config_options import ROCKSDB_LOCAL_DIR
+from lockgate.core.fs.private_directory import private_directory
 from lockgate.core.fs.storage import download_url
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.keyed_subtask import KeyedSubtask
@@ -32,7 +35,13 @@ class RocksDBRestoreOperation:
 
     def _subtask_dir(self, subtask: KeyedSubtask) -> str:
         roots = self.settings.job_local_dirs()
-        return f"{roots[subtask.index % len(roots)]}/{subtask.local_name}"
+        job_dir = roots[subtask.index % len(roots)]
+        try:
+            private_directory(Path(job_dir).parent, ROCKSDB_LOCAL_DIR.key)
+        except PermissionError as exc:  # UnsafeDirectoryError, or no right to create it
+            where = subtask.describe()
+            raise StateBackendError(f"cannot keep the RocksDB state of {where}: {exc}") from None
+        return f"{job_dir}/{subtask.local_name}"
 
     def restore(
         self, subtask: KeyedSubtask, manifest: KeyedStateManifest | None, claimed: bool

@@ -39,7 +39,7 @@ from lockgate.runtime.sparktask import epoch_task
 from lockgate.runtime.sparktask.epoch_task import EpochTask, source_input
 from lockgate.runtime.subtaskhost.subtask_host import SubtaskHost
 from lockgate.state import manifests
-from lockgate.state.backend_settings import KeyedStateSettings
+from lockgate.state.backend_settings import KeyedStateSettings, instances_directory
 from lockgate.state.key_groups import key_group_for_hash, key_group_range
 from lockgate.state.key_hash import stable_key_hash
 from lockgate.state.keyed_subtask import KeyedSubtask
@@ -237,7 +237,7 @@ class Cluster:
     def local_dir(self, host: str, vertex: Any = None) -> Path:
         """The directory of a subtask's instances and local snapshots on ``host``."""
         vertex = vertex or self.counter
-        return self.root / host / "lockgate-rocksdb" / self.job_id / f"op{vertex.id}-0"
+        return self.root / host / instances_directory() / self.job_id / f"op{vertex.id}-0"
 
     def instance_dirs(self, host: str) -> list[Path]:
         return sorted(self.local_dir(host).glob("db-*"))

@@ -12,10 +12,13 @@ import os
 import posixpath
 import uuid
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
+
+from lockgate.core.fs.private_directory import private_directory
 
 
 class Storage:
@@ -33,6 +36,15 @@ class Storage:
         """A URL of the file that any process can open, whatever its working directory."""
         url: str = self.fs.unstrip_protocol(self.path(relative))
         return url
+
+    def make_private(self, setting: str) -> Storage:
+        """On a local file system, create this directory with mode 0700 (or check that it is
+        this user's and closed to others, ``private_directory``), so that nothing written
+        under it is readable by another local user; elsewhere the store's own access control
+        applies. ``setting`` names the configuration key that chose it."""
+        if isinstance(self.fs, LocalFileSystem):
+            private_directory(Path(self.root), setting)
+        return self
 
     def child(self, relative: str) -> Storage:
         return Storage(f"{self.url}/{relative}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
+from lockgate.common import config_options as options
 from lockgate.core.fs.storage import Storage
 from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
@@ -43,8 +44,10 @@ class JobContext:
 
     @staticmethod
     def create(job: JobGraph, settings: JobSettings) -> JobContext:
-        work = Storage(settings.work_dir)
-        job_root = Storage(settings.checkpoint_dir) if settings.checkpoint_dir else None
+        work = Storage(settings.work_dir).make_private(options.WORK_DIR.key)
+        job_root = None
+        if settings.checkpoint_dir:
+            job_root = Storage(settings.checkpoint_dir).make_private(options.CHECKPOINT_DIR.key)
         state_files = job_root.child("shared") if job_root else work.child("state")
         coordinator = CheckpointCoordinator(
             settings.checkpoint, settings.job_id, job_root, history_size=settings.checkpoint_history

@@ -8,13 +8,13 @@ The runtime then sees only typed values, never the configuration dictionary.
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lockgate.checkpoint.coordinator import CheckpointSettings
 from lockgate.common import config_options as options
+from lockgate.core.fs.private_directory import user_directory
 from lockgate.core.fs.storage import is_writable
 from lockgate.runtime.jobmaster.restart import RestartStrategy, restart_strategy
 from lockgate.runtime.jobmaster.spark_session import is_local_master
@@ -100,7 +100,10 @@ def _work_dir(config: Mapping[str, str], master: str) -> str:
             f"configuration key '{options.WORK_DIR.key}' must be set when Spark runs on a "
             f"cluster (master {master}): allowed values are {options.WORK_DIR.allowed}"
         )
-    return f"{tempfile.gettempdir()}/lockgate"
+    try:
+        return str(user_directory(options.WORK_DIR.key) / "work")
+    except PermissionError as exc:
+        raise options.ConfigurationError(str(exc)) from None
 
 
 def _checkpoint_settings(config: Mapping[str, str]) -> CheckpointSettings:

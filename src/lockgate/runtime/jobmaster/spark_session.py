@@ -23,7 +23,7 @@ import re
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from lockgate.common.config_options import ConfigurationError
+from lockgate.core.fs.private_directory import private_directory, user_directory
 from lockgate.runtime.sparktask import python_daemon
 
 log = logging.getLogger("lockgate")
@@ -265,19 +266,43 @@ def add_python_files(session: SparkSession, paths: Sequence[str]) -> None:
 
 def _zipped_directory(directory: str) -> str:
     """A zip of ``directory``'s contents, named after the directory and a hash of its
-    contents (Spark refuses a second file of one name with other contents)."""
+    contents (Spark refuses a second file of one name with other contents), in this user's
+    private directory. An archive already there is reused only if what it holds hashes the
+    same."""
     root = Path(directory).resolve()
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    digest = hashlib.sha256()
-    for file in files:
-        digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
-    target = Path(tempfile.gettempdir(), "lockgate-python-files")
-    target.mkdir(exist_ok=True)
-    archive = target / f"{root.name}-{digest.hexdigest()[:16]}.zip"
-    if not archive.exists():
-        partial = archive.with_suffix(f".{os.getpid()}.partial")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zipped:
+    digest = _contents_digest((str(f.relative_to(root)), f.read_bytes()) for f in files)
+    target = private_directory(user_directory() / "python-files", None)
+    archive = target / f"{root.name}-{digest[:16]}.zip"
+    if _archive_digest(archive) == digest:
+        return str(archive)
+    descriptor, partial = tempfile.mkstemp(dir=target, suffix=".partial")  # exclusive, 0600
+    try:
+        with (
+            os.fdopen(descriptor, "wb") as out,
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zipped,
+        ):
             for file in files:
                 zipped.write(file, str(file.relative_to(root)))
         os.replace(partial, archive)
+    except BaseException:
+        os.unlink(partial)
+        raise
     return str(archive)
+
+
+def _contents_digest(entries: Iterable[tuple[str, bytes]]) -> str:
+    digest = hashlib.sha256()
+    for name, data in entries:
+        digest.update(name.encode() + b"\0" + data)
+    return digest.hexdigest()
+
+
+def _archive_digest(archive: Path) -> str | None:
+    """The digest of what ``archive`` holds (None if it is missing or no zip)."""
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            names = sorted(info.filename for info in zipped.infolist() if not info.is_dir())
+            return _contents_digest((name, zipped.read(name)) for name in names)
+    except (OSError, zipfile.BadZipFile):
+        return None

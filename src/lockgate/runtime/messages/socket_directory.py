@@ -12,17 +12,19 @@ processes that start the same listener at once end up with one.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import hashlib
+import itertools
 import os
 import socket
+import time
 from pathlib import Path
 
 from lockgate.core.fs.private_directory import private_directory, user_directory
 
 _MAX_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 LOCK_SUFFIX = ".lock"
+_CLAIM_TRIES = 200  # 1 s of waiting for a held name without a socket
 
 
 def sockets_directory() -> Path:
@@ -92,13 +94,18 @@ class ExclusiveListener:
         """Listen at ``path``; None if a live process holds it."""
         private_directory(path.parent, None)
         lock_path = path.with_name(path.name + LOCK_SUFFIX)
-        while True:
+        for tries in itertools.count(1):
             lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(lock)
-                return None
+                # Held without a socket: a listener about to bind, or a sweep removing a
+                # dead one's files (socket first); only the first keeps the name.
+                if os.path.lexists(path) or tries >= _CLAIM_TRIES:
+                    return None
+                time.sleep(0.005)
+                continue
             # The holder before may have removed the lock file after this opened it: a lock
             # on a file no longer at the path holds nothing.
             try:
@@ -139,19 +146,52 @@ class ExclusiveListener:
 def remove_dead(run: str) -> None:
     """Remove what hosts of ``run`` that died without closing left in its directory, and the
     directory once it is empty (after the run's release)."""
-    directory = run_directory(run)
-    for path in run_sockets(run):
-        listener = _claim_dead(path)
-        if listener is not None:
-            listener.close()
-    with contextlib.suppress(FileNotFoundError, OSError):
+    _remove_dead_in(run_directory(run))
+
+
+def sweep() -> None:
+    """Remove what dead task managers and hosts on this machine left (an executor's Python
+    daemon ends its process group with a signal, which leaves the socket files): run at each
+    task manager's start, so the directory holds no more than the live listeners and one
+    executor's worth of dead ones."""
+    directory = sockets_directory()
+    for name in os.listdir(directory):
+        path = directory / name
+        if name.startswith("run-"):
+            _remove_dead_in(path)
+        elif name.startswith("taskmanager-") and not name.endswith(LOCK_SUFFIX):
+            _remove_if_dead(path)
+
+
+def _remove_dead_in(directory: Path) -> None:
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if not name.endswith(LOCK_SUFFIX):
+            _remove_if_dead(directory / name)
+    with contextlib.suppress(OSError):  # not empty: a live host, or one starting
         os.rmdir(directory)
 
 
-def _claim_dead(path: Path) -> ExclusiveListener | None:
+def _remove_if_dead(path: Path) -> None:
+    """Remove the socket at ``path`` and its lock if no live process holds the lock."""
+    lock_path = path.with_name(path.name + LOCK_SUFFIX)
     try:
-        return ExclusiveListener.claim(path)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.EADDRINUSE):
-            return None
-        raise
+        lock = os.open(lock_path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a socket without a lock is never a live listener's
+        return
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        return  # held: alive
+    try:
+        for name in (path, lock_path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+    finally:
+        os.close(lock)

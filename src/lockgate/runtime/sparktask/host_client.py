@@ -41,8 +41,10 @@ from lockgate.runtime.sparktask.executor_identity import spark_host
 
 START_TIMEOUT_S = 60.0  # for a new host to bind its socket (imports on a loaded machine)
 RELEASE_TIMEOUT_S = 30.0  # for a host to close its subtask before it is killed
+_KILL_WAIT_S = 10.0  # for a killed host to be gone
 RELEASE_THREADS = 8  # hosts released at once on one executor
 _BEGIN_TRIES = 5
+_START_TRIES = 3
 _CONTROL_LIMIT = 1 << 20  # the longest control frame a task accepts from a task manager
 
 
@@ -154,14 +156,19 @@ def connect_host(access: RunAccess, vertex: int, index: int) -> socket.socket:
 
 
 def _connect_starting(path: Path, start: Callable[[], None], what: str) -> socket.socket:
-    """A connection to the socket at ``path``, after ``start()`` if nothing listens there."""
-    sock = socket_directory.connect(path)
-    if sock is None:
+    """A connection to the socket at ``path``, after ``start()`` if nothing listens there.
+    A start may find the name held by a listener that is just going (its run released, or
+    a sweep clearing a dead one's files): then it starts again."""
+    for _ in range(_START_TRIES):
+        sock = socket_directory.connect(path)
+        if sock is not None:
+            return sock
         start()
         sock = socket_directory.connect(path)
-    if sock is None:
-        raise RuntimeError(f"{what} started but cannot be reached")
-    return sock
+        if sock is not None:
+            return sock
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} started but cannot be reached")
 
 
 class HostSession:
@@ -289,6 +296,7 @@ def _release_process(
         return None
     except TimeoutError:  # a process of this user in the run's directory: the run's host
         signal.pidfd_send_signal(process, signal.SIGKILL)
+        select.select([process], [], [], _KILL_WAIT_S)  # gone, and its name with it
         return f"{path}: did not close within {timeout_s:.0f} s; killed"
     except PeerRefused as exc:
         return f"{path}: not released: {exc}"

@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 from lockgate.runtime.messages import host_protocol as protocol
 from lockgate.runtime.messages.channel_auth import PeerRefused, check_peer_user
 from lockgate.runtime.messages.host_protocol import FrameKind, HostRequest, HostStarted
-from lockgate.runtime.messages.socket_directory import ExclusiveListener, task_manager_path
+from lockgate.runtime.messages.socket_directory import (
+    ExclusiveListener,
+    sweep,
+    task_manager_path,
+)
 from lockgate.runtime.subtaskhost.host_process import run_host, watch_daemon
 
 log = logging.getLogger("lockgate")
@@ -233,6 +237,7 @@ def main(argv: list[str]) -> None:
         return
     _report(ready_fd, "ready")
     try:
+        sweep()
         serve(listener, daemon_pid)
     finally:
         listener.close()

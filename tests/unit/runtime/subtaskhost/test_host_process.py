@@ -96,3 +96,23 @@ def test_a_host_that_cannot_start_says_why(run, monkeypatch):
         RuntimeError, match=r"task manager .* did not start: it exited without a word"
     ):
         connect_host(run, 0, 0)
+
+
+def test_a_sweep_removes_what_killed_listeners_left_and_nothing_live(run, daemon):
+    """An executor's Python daemon ends its process group with a signal: the socket files of
+    its task manager and hosts stay behind until the next task manager's sweep."""
+    killed = [host_pid(run, 0, 0), task_manager_pid(daemon.pid)]
+    other = new_run()
+    live = host_pid(other, 0, 0)
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: not any(alive(pid) for pid in killed))
+    manager = socket_directory.task_manager_path(daemon.pid)
+    assert manager.exists() and hosts_of(run)
+
+    socket_directory.sweep()
+
+    assert not manager.exists()
+    assert not socket_directory.run_directory(run.run).exists()
+    assert hosts_of(other) and alive(live)
+    assert host_pid(other, 0, 0) == live
