@@ -122,9 +122,16 @@ class CheckpointCoordinator:
         if self.job_root is not None:
             chk = self.job_root.child(f"chk-{checkpoint_id}")
             prefix = self.job_root.url_of("") + "/"
-            relative = body.map_files(
-                lambda url: url[len(prefix) :] if url.startswith(prefix) else url
-            )
+
+            def relative_path(url: str) -> str:
+                if not url.startswith(prefix):
+                    raise ValueError(
+                        f"checkpoint {checkpoint_id} names the state file {url}, outside the "
+                        f"job's directory {prefix}"
+                    )
+                return url[len(prefix) :]
+
+            relative = body.map_files(relative_path)
             try:
                 before_write(checkpoint_id)
                 chk.write_bytes("_metadata", metadata.encode(relative))
@@ -207,10 +214,35 @@ def checkpoint_number(name: str) -> int | None:
     return int(name[4:]) if name.startswith("chk-") and name[4:].isdigit() else None
 
 
-def with_absolute_files(body: CheckpointMetadata, directory_url: str) -> CheckpointMetadata:
-    """``body`` with the file paths it holds relative to ``directory_url`` made URLs."""
+def with_absolute_files(
+    body: CheckpointMetadata, directory_url: str, meta_url: str
+) -> CheckpointMetadata:
+    """``body`` (read from ``meta_url``) with the file paths it holds, relative to
+    ``directory_url``, made URLs. Every path must lie inside that directory: a restore reads
+    (and may later delete) what a checkpoint names, so one that names anything else is
+    refused, naming the file and the reference."""
     prefix = directory_url + "/"
-    return body.map_files(lambda p: p if "://" in p or p.startswith("/") else prefix + p)
+
+    def absolute(reference: str) -> str:
+        problem = _outside(reference)
+        if problem is not None:
+            raise metadata.CheckpointFormatError(
+                f"{meta_url} names the state file {reference!r}, which {problem}: a checkpoint "
+                f"or savepoint refers only to files inside its own directory {directory_url}"
+            )
+        return prefix + reference
+
+    return body.map_files(absolute)
+
+
+def _outside(reference: str) -> str | None:
+    """Why ``reference`` does not name a file inside the directory it is relative to."""
+    if "://" in reference or reference.startswith("/"):
+        return "is not a relative path"
+    parts = reference.split("/")
+    if ".." in parts or "." in parts or "" in parts:
+        return "is not a plain relative path (it has '..', '.' or an empty part)"
+    return None
 
 
 def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
@@ -243,7 +275,7 @@ def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
         except metadata.CheckpointFormatError as exc:
             skipped.append(str(exc))
             continue
-        absolute = with_absolute_files(body, job_root.url_of(""))
+        absolute = with_absolute_files(body, job_root.url_of(""), meta_url)
         return (
             CompletedCheckpoint(
                 body.checkpoint_id, body.epoch, absolute, job_root.url_of(f"chk-{checkpoint_id}")

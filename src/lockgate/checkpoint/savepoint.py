@@ -87,7 +87,7 @@ def load_savepoint(path: str) -> CompletedCheckpoint:
             f"{meta_url} is missing"
         ) from None
     body = metadata.decode(data, meta_url)
-    absolute = with_absolute_files(body, directory.url_of(""))
+    absolute = with_absolute_files(body, directory.url_of(""), meta_url)
     for url in absolute.files():
         if not Storage(url.rpartition("/")[0]).exists(url.rpartition("/")[2]):
             raise CheckpointFormatError(

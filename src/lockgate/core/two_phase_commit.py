@@ -20,6 +20,11 @@ class Committer(ABC):
         """Make the committable's output visible; doing it again changes nothing."""
 
     @abstractmethod
+    def may_stage(self, url: str) -> bool:
+        """Whether ``url`` is a name this sink's writers stage (hidden, under the sink's own
+        directory): the driver deletes only such files, whatever a staging record says."""
+
+    @abstractmethod
     def staged_files(self, committable: Any) -> Iterable[str]:
         """URLs of the hidden files that only this commit will make visible: they must
         survive every abort of staged files until it has run."""

@@ -160,8 +160,8 @@ def test_a_fresh_coordinator_waits_one_interval(tmp_path):
 def test_complete_writes_metadata_with_paths_relative_to_the_job_dir(tmp_path, clock):
     coordinator = make(tmp_path)
     mine = shared_file(coordinator, "keyedprocess-1/0/epoch-1")
-    elsewhere = f"file://{tmp_path}/other-job/shared/f"
-    checkpoint = coordinator.complete(3, body_with((mine, 10), (elsewhere, 5)), clock.now, 15)
+    other = shared_file(coordinator, "keyedprocess-1/1/epoch-1")
+    checkpoint = coordinator.complete(3, body_with((mine, 10), (other, 5)), clock.now, 15)
 
     assert checkpoint.id == 1
     assert checkpoint.epoch == 3
@@ -174,12 +174,12 @@ def test_complete_writes_metadata_with_paths_relative_to_the_job_dir(tmp_path, c
     groups = [s["keyed"]["groups"] for s in stored["operators"]["keyedprocess-1"]["subtasks"]]
     assert groups == [
         {"0": ["shared/keyedprocess-1/0/epoch-1", 0, 10, 99]},
-        {"1": [elsewhere, 0, 5, 99]},  # not under the job dir: stays absolute
+        {"1": ["shared/keyedprocess-1/1/epoch-1", 0, 5, 99]},
     ]
     source = stored["operators"]["collection-source-0"]
     assert source["coordinator_state"] == {"positions": {"0": 4}}
     # the checkpoint held in memory keeps absolute URLs
-    assert checkpoint.files() == {mine, elsewhere}
+    assert checkpoint.files() == {mine, other}
     assert coordinator.latest is checkpoint
 
 
@@ -194,14 +194,40 @@ def test_complete_does_not_change_the_callers_body(tmp_path, clock):
 def test_load_checkpoint_makes_paths_absolute_again(tmp_path, clock):
     coordinator = make(tmp_path)
     mine = shared_file(coordinator, "keyedprocess-1/0/epoch-1")
-    elsewhere = f"file://{tmp_path}/other-job/shared/f"
-    checkpoint = coordinator.complete(3, body_with((mine, 10), (elsewhere, 5)), clock.now, 0)
+    checkpoint = coordinator.complete(3, body_with((mine, 10)), clock.now, 0)
     for path in (checkpoint.path, checkpoint.path + "/", checkpoint.path + "/_metadata"):
         loaded, skipped = load_checkpoint(path)
         assert skipped == []
         assert (loaded.id, loaded.epoch, loaded.path) == (1, 3, checkpoint.path)
         assert loaded.metadata == checkpoint.metadata
-        assert loaded.files() == {mine, elsewhere}
+        assert loaded.files() == {mine}
+
+
+def test_a_checkpoint_is_never_written_naming_a_file_outside_the_job(tmp_path, clock):
+    coordinator = make(tmp_path)
+    elsewhere = f"file://{tmp_path}/other-job/shared/f"
+    with pytest.raises(ValueError, match=f"{elsewhere}, outside the job's directory"):
+        coordinator.complete(3, body_with((elsewhere, 5)), clock.now, 0)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    ["../../secrets/f", "/etc/shadow", "file:///etc/shadow", "shared/../../x", "shared//f"],
+)
+def test_a_checkpoint_naming_a_file_outside_its_job_is_refused(tmp_path, clock, reference):
+    """A hand-crafted _metadata (its checksum made to match) that points elsewhere."""
+    coordinator = make(tmp_path)
+    mine = shared_file(coordinator, "k/0/e1")
+    checkpoint = coordinator.complete(1, body_with((mine, 10)), clock.now, 0)
+    crafted = metadata.decode(read_url(checkpoint.path + "/_metadata"), "crafted")
+    crafted = crafted.map_files(lambda _: reference)
+    Storage(checkpoint.path).write_bytes("_metadata", metadata.encode(crafted))
+
+    with pytest.raises(CheckpointFormatError) as refused:
+        load_checkpoint(checkpoint.path)
+
+    message = str(refused.value)
+    assert f"{checkpoint.path}/_metadata names the state file {reference!r}" in message
 
 
 def test_load_checkpoint_from_a_plain_local_path(tmp_path, clock):

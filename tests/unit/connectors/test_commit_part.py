@@ -4,6 +4,7 @@ replaces a file."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import fsspec
 import pytest
@@ -42,7 +43,7 @@ def test_commit_is_idempotent_when_already_committed(tmp_path):
     part = committable(pending, final, b"data\n", epoch=2)
     commit_part(part)
     commit_part(part)
-    FileCommitter().commit(part.to_json())  # as the driver does, from the checkpoint
+    FileCommitter(str(tmp_path)).commit(part.to_json())  # as the driver does, from the checkpoint
     assert final.read_bytes() == b"data\n"
     assert not pending.exists()
 
@@ -97,9 +98,9 @@ def test_a_missing_pending_and_final_file_raise_sink_error_naming_both(tmp_path)
 @pytest.mark.parametrize(
     "raw", [[1, "a", "b"], {"epoch": 1, "pending": "a"}, {"epoch": "x", "pending": "a"}, None]
 )
-def test_a_damaged_committable_is_a_sink_error_naming_it(raw):
+def test_a_damaged_committable_is_a_sink_error_naming_it(raw, tmp_path):
     with pytest.raises(SinkError, match="not a FileSink committable"):
-        FileCommitter().commit(raw)
+        FileCommitter(str(tmp_path)).commit(raw)
 
 
 def test_sink_error_is_a_runtime_error():
@@ -109,7 +110,7 @@ def test_sink_error_is_a_runtime_error():
 def test_the_committer_names_the_staged_file_of_a_committable(tmp_path):
     pending, final = local(tmp_path)
     part = committable(pending, final, b"x")
-    assert FileCommitter().staged_files(part.to_json()) == [str(pending)]
+    assert FileCommitter(str(tmp_path)).staged_files(part.to_json()) == [str(pending)]
 
 
 def test_commit_on_a_memory_file_system():
@@ -141,3 +142,35 @@ def test_several_committables_commit_independently(tmp_path):
         commit_part(part)
     assert [f.read_text() for _, f in parts] == ["0\n", "1\n", "2\n"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"part-6f1c2a3e-{n}" for n in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("pending", "final"),
+    [
+        ("{out}/.part-0.inprogress.1", "{elsewhere}/part-0"),  # outside the base path
+        ("{elsewhere}/.part-0.inprogress.1", "{out}/part-0"),
+        ("{out}/.part-0.inprogress.1", "{out}/../elsewhere/part-0"),
+        ("{out}/a/.part-0.inprogress.1", "{out}/b/part-0"),  # another directory
+        ("{out}/.other.inprogress.1", "{out}/part-0"),  # not this part's pending file
+        ("{out}/part-1", "{out}/part-0"),  # a committed file as the pending one
+        ("{out}/..part-0.inprogress.1", "{out}/.part-0"),  # a hidden final name
+    ],
+)
+def test_a_committable_naming_files_outside_the_sink_commits_nothing(tmp_path, pending, final):
+    """Committables come from a checkpoint: one crafted to move files the sink does not own
+    is refused, naming both files, and nothing moves."""
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    for directory in (out / "a", out / "b", elsewhere):
+        directory.mkdir(parents=True)
+    pending, final = (
+        pending.format(out=out, elsewhere=elsewhere),
+        final.format(out=out, elsewhere=elsewhere),
+    )
+    Path(pending).write_bytes(b"x")
+    part = PartCommittable(1, pending, final, 1)
+
+    with pytest.raises(SinkError, match="not committed"):
+        FileCommitter(str(out)).commit(part.to_json())
+
+    assert Path(pending).read_bytes() == b"x"
+    assert not Path(final).exists()

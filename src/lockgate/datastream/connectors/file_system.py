@@ -159,7 +159,7 @@ class FileSink:
             OperatorKind.FACTORY,
             file_sink_writer(self._settings),
             validator=self._settings.validate,
-            committer=FileCommitter(),
+            committer=FileCommitter(self._settings.base_path),
         )
 
     @staticmethod

@@ -137,7 +137,9 @@ class Failover:
                 # What the other run staged after this checkpoint; its records stay (its
                 # directory is not ours).
                 old_root = Storage(checkpoint.path.rstrip("/").rpartition("/")[0])
-                old_staging = StagedFilesRegistry(old_root.child("staging"))
+                old_staging = StagedFilesRegistry(
+                    old_root.child("staging"), self.ctx.staged.committers
+                )
                 self.abort_staged(old_staging, checkpoint, forget=False)
         self.abort_staged(self.ctx.staged, checkpoint)
         self.ctx.shared_state.hold_live(self.ctx.state.subtask_files())

@@ -22,7 +22,7 @@ from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.jobmaster.job_summary import JobSummary
 from lockgate.runtime.jobmaster.run_keys import RunKeys
-from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
+from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry, job_committers
 
 
 @dataclass
@@ -61,7 +61,7 @@ class JobContext:
             job_root=job_root,
             state_files=state_files,
             shared_state=SharedStateRegistry(state_files),
-            staged=StagedFilesRegistry((job_root or work).child("staging")),
+            staged=StagedFilesRegistry((job_root or work).child("staging"), job_committers(job)),
             results=CollectedResults(),
             injector=FailureInjector(settings.injections),
             summary=JobSummary(

@@ -10,6 +10,10 @@ names, never by a pattern that could match the files of another attempt:
 - after every epoch, the files of records that are not the accepted attempt of their epoch;
 - at a restore, every staged file that the restored checkpoint does not commit.
 
+A record names files by URL, and the driver deletes one only if a sink of the job stages
+such names (``Committer.may_stage``: hidden, under the sink's own directory): a record
+that names anything else is refused, naming the record and the file.
+
 A record of an accepted attempt lives until a checkpoint covers its epoch (its files are
 then committables of a completed checkpoint). A losing attempt's files are deleted at every
 sweep, and its record is forgotten only ``ZOMBIE_EPOCHS`` epochs later: an attempt Spark has
@@ -24,6 +28,8 @@ from fsspec.core import url_to_fs
 
 from lockgate.common.records import RecordFormatError
 from lockgate.core.fs.storage import Storage
+from lockgate.core.two_phase_commit import Committer
+from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.messages.staged_files import StagedFiles
 
 ZOMBIE_EPOCHS = 2
@@ -32,8 +38,9 @@ ZOMBIE_EPOCHS = 2
 class StagedFilesRegistry:
     """Reads the staging records under one directory and aborts by name."""
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, committers: list[Committer]):
         self.storage = storage
+        self.committers = committers  # of the job's sinks: what may be staged, and where
         # (epoch, vertex, subtask) -> the attempt the driver accepted, until its epoch settles
         self.accepted: dict[tuple[int, int, int], str] = {}
 
@@ -71,7 +78,7 @@ class StagedFilesRegistry:
                 if record.epoch <= settled:
                     self._forget(record)  # its files are committed
                 continue
-            _delete(record.files)
+            self._delete(record, record.files)
             if record.epoch <= epoch - ZOMBIE_EPOCHS:
                 self._forget(record)
         for key in [key for key in accepted if key[0] <= settled]:
@@ -81,19 +88,29 @@ class StagedFilesRegistry:
         """Delete every staged file except those in ``keep`` (pending files the restored
         checkpoint commits); ``forget``: remove the records too (this job's own ones)."""
         for record in list(self.records()):
-            _delete(url for url in record.files if url not in keep)
+            self._delete(record, [url for url in record.files if url not in keep])
             if forget:
                 self._forget(record)
         if forget:
             self.accepted.clear()
+
+    def _delete(self, record: StagedFiles, urls: Iterable[str]) -> None:
+        for url in urls:
+            if not any(committer.may_stage(url) for committer in self.committers):
+                raise RecordFormatError(
+                    f"staging record {self.storage.url_of(record.name)} names {url}, which no "
+                    f"sink of this job stages: not deleted"
+                )
+            fs, path = url_to_fs(url)
+            if fs.exists(path):
+                fs.rm(path)
 
     def _forget(self, record: StagedFiles) -> None:
         self.storage.remove(record.name)
         self.storage.prune(record.name.rpartition("/")[0])  # the epoch's directory
 
 
-def _delete(urls: Iterable[str]) -> None:
-    for url in urls:
-        fs, path = url_to_fs(url)
-        if fs.exists(path):
-            fs.rm(path)
+def job_committers(job: JobGraph) -> list[Committer]:
+    """The committers of the job's two-phase-commit sinks."""
+    found = (getattr(node.operator, "committer", None) for v in job.vertices for node in v.nodes)
+    return [committer for committer in found if isinstance(committer, Committer)]

@@ -24,6 +24,7 @@ from lockgate.core.fs.private_directory import private_directory, user_directory
 
 _MAX_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 LOCK_SUFFIX = ".lock"
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
 _CLAIM_TRIES = 200  # 1 s of waiting for a held name without a socket
 
 
@@ -92,10 +93,13 @@ class ExclusiveListener:
     @classmethod
     def claim(cls, path: Path, backlog: int = 64) -> ExclusiveListener | None:
         """Listen at ``path``; None if a live process holds it."""
-        private_directory(path.parent, None)
         lock_path = path.with_name(path.name + LOCK_SUFFIX)
         for tries in itertools.count(1):
-            lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            private_directory(path.parent, None)
+            try:
+                lock = os.open(lock_path, _LOCK_FLAGS, 0o600)
+            except FileNotFoundError:
+                continue  # a sweep removed the run's directory while it was empty
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -87,7 +87,7 @@ def test_the_restore_commits_again_without_the_mid_commit_injection(tmp_path):
     )
     [sink] = [v for v in failover.ctx.job.vertices if any(n.uid == "files" for n in v.nodes)]
     for index in range(2):
-        pending = out / f".part-{index}.inprogress"
+        pending = out / f".part-{index}.inprogress.0"
         pending.write_text("x")
         part = PartCommittable(1, f"file://{pending}", f"file://{out}/part-{index}", 1)
         failover.ctx.state.operator_states[sink.id][index] = {

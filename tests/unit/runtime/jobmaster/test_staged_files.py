@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lockgate.common.records import RecordFormatError
+from lockgate.connectors.file.committer import FileCommitter
 from lockgate.core.fs.storage import Storage
 from lockgate.runtime.jobmaster.staged_files import ZOMBIE_EPOCHS, StagedFilesRegistry
 from lockgate.runtime.messages.staged_files import StagedFiles
@@ -13,7 +14,8 @@ from lockgate.runtime.subtaskhost.staging_log import StagingLog
 
 @pytest.fixture
 def registry(tmp_path) -> StagedFilesRegistry:
-    return StagedFilesRegistry(Storage(f"file://{tmp_path}/job/staging"))
+    sink = FileCommitter(f"file://{tmp_path}/out")
+    return StagedFilesRegistry(Storage(f"file://{tmp_path}/job/staging"), [sink])
 
 
 def stage(registry, tmp_path, epoch: int, subtask: int, attempt: str, *names: str) -> list:
@@ -21,7 +23,7 @@ def stage(registry, tmp_path, epoch: int, subtask: int, attempt: str, *names: st
     log = StagingLog(registry.storage, epoch, 3, subtask, attempt)
     paths = []
     for name in names:
-        path = tmp_path / "out" / f".{name}.inprogress"
+        path = tmp_path / "out" / f".{name}.inprogress.0"
         log.stage(f"file://{path}")
         path.parent.mkdir(exist_ok=True)
         path.write_text(name)
@@ -42,8 +44,8 @@ def test_a_record_lists_every_file_its_attempt_staged(registry, tmp_path):
         0,
         "e4a7",
         (
-            f"file://{tmp_path}/out/.part-a-0.inprogress",
-            f"file://{tmp_path}/out/.part-a-1.inprogress",
+            f"file://{tmp_path}/out/.part-a-0.inprogress.0",
+            f"file://{tmp_path}/out/.part-a-1.inprogress.0",
         ),
     )
 
@@ -115,3 +117,22 @@ def test_a_damaged_record_is_rejected_naming_the_file(registry):
     )
     with pytest.raises(RecordFormatError, match=r"3-0-e1a1.json lacks the field 'vertex'"):
         list(registry.records())
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["{tmp}/secret", "{tmp}/out/part-a-0", "{tmp}/out/../secret/.x.inprogress.1"],
+)
+def test_a_record_naming_a_file_no_sink_stages_deletes_nothing(registry, tmp_path, planted):
+    """A hand-written record: outside the sink's base path, or a committed (visible) file."""
+    target = planted.format(tmp=tmp_path)
+    log = StagingLog(registry.storage, 1, 3, 0, "e1a9")
+    log.stage(f"file://{target}")
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+
+    with pytest.raises(RecordFormatError, match=f"names file://{target}, which no sink"):
+        registry.sweep(settled=0, epoch=1)
+    with pytest.raises(RecordFormatError):
+        registry.abort_all(set())
+    assert victim.read_text() == "keep"
