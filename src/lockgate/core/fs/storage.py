@@ -18,7 +18,7 @@ from typing import Any
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-from lockgate.core.fs.private_directory import private_directory
+from lockgate.core.fs.private_directory import UnsafeDirectoryError, private_directory
 
 
 class Storage:
@@ -43,7 +43,12 @@ class Storage:
         under it is readable by another local user; elsewhere the store's own access control
         applies. ``setting`` names the configuration key that chose it."""
         if isinstance(self.fs, LocalFileSystem):
-            private_directory(Path(self.root), setting)
+            try:
+                private_directory(Path(self.root), setting)
+            except UnsafeDirectoryError:
+                raise
+            except OSError:
+                pass  # cannot be made at all: the storage check says so, naming the setting
         return self
 
     def child(self, relative: str) -> Storage:
