@@ -109,6 +109,26 @@ def test_an_output_that_cannot_be_pickled_names_the_operator_that_emitted_it(mak
     assert "cannot pickle '_thread.lock' object" in message, message
 
 
+def test_a_record_above_the_maximum_size_names_operator_uid_subtask_and_size(make_env):
+    env = make_env(parallelism=2)
+    env.configure(Configuration().set_string("lockgate.record.max-size", "4kb"))
+    stream = (
+        env.from_collection([("acct-1", 1), ("acct-2", 20_000)])
+        .map(lambda r: (r[0], "x" * r[1]))
+        .name("pads")
+        .uid("pads-uid")
+        .key_by(lambda r: r[0])
+        .map(lambda r: len(r[1]))
+    )
+    with pytest.raises(JobExecutionError) as failure:
+        collect(stream)
+    message = str(failure.value)
+    assert "operator 'pads' (uid 'pads-uid', subtask " in message, message
+    assert re.search(
+        r"pickles to 200\d\d bytes, more than lockgate.record.max-size \(4096", message
+    )
+
+
 def test_a_chained_operator_s_failure_names_that_operator_not_the_one_before(make_env):
     env = make_env(parallelism=1)
     stream = (

@@ -59,4 +59,4 @@ def test_big_records_through_a_key_by_with_a_small_byte_bound(make_env, monkeypa
     )
     assert tasks and {
         TaskDeploymentDescriptor.decode(task.descriptor).batch_bounds for task in tasks
-    } == {BatchBounds(8192, 512 << 10)}
+    } == {BatchBounds(8192, 512 << 10, 256 << 20)}

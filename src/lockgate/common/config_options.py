@@ -231,6 +231,13 @@ def _memory_size(text: str) -> int:
     return value
 
 
+def _record_size(text: str) -> int:
+    value = _memory_size(text)
+    if value > MAX_RECORD_LIMIT:
+        raise ValueError(text)
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text.strip())
     if value <= 0:
@@ -513,6 +520,18 @@ SHUFFLE_BATCH_MAX_SIZE = ConfigOption(
     "a memory size such as 1mb",
     "Most bytes of pickled records in one shuffle batch; a larger record travels alone.",
 )
+# PySpark frames each item it moves between the JVM and Python with a 4-byte signed length:
+# a record travels in one item, with a little framing around it.
+MAX_RECORD_LIMIT = 1536 << 20
+RECORD_MAX_SIZE = ConfigOption(
+    "lockgate.record.max-size",
+    256 << 20,
+    _record_size,
+    "a memory size such as 256mb, at most 1536mb",
+    "Most bytes of one pickled record that a subtask sends to another subtask or to the "
+    "driver (execute_and_collect); a larger one fails its task, naming the operator, uid, "
+    "subtask and size. PySpark moves each item with a 4-byte length, hence the upper bound.",
+)
 STATE_CACHE_ENTRIES = ConfigOption(
     "lockgate.state.rocksdb.cache-entries",
     100_000,
@@ -618,6 +637,7 @@ LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
         CONTINUOUS_IDLE_POLL,
         SHUFFLE_BATCH_MAX_RECORDS,
         SHUFFLE_BATCH_MAX_SIZE,
+        RECORD_MAX_SIZE,
         STATE_CACHE_ENTRIES,
         INJECT_FAILURE,
     )

@@ -196,7 +196,7 @@ class Cluster:
         self.records = records
         self.backend = backend
         self.job_id = job_id
-        self.batch_bounds = batch_bounds or BatchBounds(2048, 1 << 20)
+        self.batch_bounds = batch_bounds or BatchBounds(2048, 1 << 20, 1 << 30)
         env = StreamExecutionEnvironment()
         env.set_parallelism(1)
         counted = env.from_collection(records).key_by(first).process(function or Count())

@@ -87,6 +87,7 @@ class JobSettings:
             batch_bounds=BatchBounds(
                 options.SHUFFLE_BATCH_MAX_RECORDS.read(config),
                 options.SHUFFLE_BATCH_MAX_SIZE.read(config),
+                options.RECORD_MAX_SIZE.read(config),
             ),
         )
 

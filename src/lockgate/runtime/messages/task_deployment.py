@@ -31,10 +31,11 @@ def run_id(job_id: str, generation: int) -> str:
 @dataclass(frozen=True)
 class BatchBounds(Record):
     """Most records, and most bytes of pickled records, in one batch; a record larger than
-    ``bytes`` travels alone (a record cannot be split)."""
+    ``bytes`` travels alone (a record cannot be split), up to ``record_bytes``."""
 
     records: int
     bytes: int
+    record_bytes: int  # the largest record (lockgate.record.max-size)
 
 
 @dataclass(frozen=True)

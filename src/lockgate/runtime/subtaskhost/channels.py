@@ -53,7 +53,8 @@ class ChannelWriter(Operator):
         self.edge_id = edge_id
         self.targets = targets
         self.max_records = bounds.records
-        self.max_bytes = bounds.bytes
+        # A record above the maximum overfills any batch: checked only where batches end.
+        self.max_bytes = min(bounds.bytes, ctx.max_record_bytes)
         self.buffers: list[list[Any]] = [[] for _ in range(targets)]
         self.sizes = [0] * targets  # bytes in each buffer
         self.record = ctx.record
@@ -84,6 +85,7 @@ class ChannelWriter(Operator):
         size = self.sizes[target] + len(data)
         buffer = self.buffers[target]
         if size > self.max_bytes or len(buffer) >= self.max_records:
+            self.check_record_size(len(data), value)
             self.flush(target)
             buffer = self.buffers[target]
             size = len(data)
@@ -361,6 +363,7 @@ class KeyGroupWriter(ChannelWriter):
             size = sizes[target] + len(data)
             buffer = buffers[target]
             if size > max_bytes or len(buffer) >= max_records:
+                self.check_record_size(len(data), value)
                 self.flush(target)
                 buffer = buffers[target]
                 size = len(data)

@@ -14,6 +14,7 @@ from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
 
 from lockgate.common.clock import processing_time_ms
+from lockgate.common.config_options import MAX_RECORD_LIMIT
 from lockgate.common.type_conversion import print_formatter, record_converter
 from lockgate.common.typeinfo import TypeInformation
 from lockgate.common.watermark_strategy import LONG_MIN
@@ -67,9 +68,15 @@ class OperatorContext:
     batch: bool = False
     #: the declared type information of its input records (None: none declared)
     input_type: TypeInformation | None = None
+    #: the largest pickled record it may send on (lockgate.record.max-size)
+    max_record_bytes: int = MAX_RECORD_LIMIT
 
 
 NO_RECORD = object()
+
+
+class RecordTooLarge(ValueError):
+    """A record above lockgate.record.max-size."""
 
 
 class Operator:
@@ -217,6 +224,15 @@ class Operator:
         if record is not NO_RECORD:
             action += f" on record {preview(record)}"
         return UserFunctionError(f"{where} {action}: {type(exc).__name__}: {exc}")
+
+    def check_record_size(self, size: int, value: Any) -> None:
+        """Fail clearly on a record too large to send: PySpark's frames could not carry it."""
+        if size > self.ctx.max_record_bytes:
+            exc = RecordTooLarge(
+                f"the record pickles to {size} bytes, more than lockgate.record.max-size "
+                f"({self.ctx.max_record_bytes} bytes)"
+            )
+            raise self.failure(exc, value, "sending it on")
 
     def _call(self, fn: Callable[..., Any], *args: Any, what: str) -> Any:
         try:
@@ -540,7 +556,10 @@ class CollectSinkOperator(Operator):
 
     def process(self, value: Any) -> None:
         batch = self.batch
-        batch.append(dumps(value, HIGHEST_PROTOCOL))
+        data = dumps(value, HIGHEST_PROTOCOL)
+        if len(data) > self.ctx.max_record_bytes:
+            self.check_record_size(len(data), value)
+        batch.append(data)
         if len(batch) >= self.BATCH:
             self.end_epoch()
 

@@ -301,6 +301,7 @@ class Subtask:
             input_type=node.input_type,
             restored_epoch=self.restore.restored_epoch,
             batch=self.batch,
+            max_record_bytes=self.batch_bounds.record_bytes,
         )
         self.contexts.append(ctx)
         return ctx

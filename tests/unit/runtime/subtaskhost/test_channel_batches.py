@@ -7,6 +7,7 @@ shuffle as one item. Without a byte bound, 2048 records of 1 MB would be one 2 G
 from __future__ import annotations
 
 import random
+import re
 from itertools import pairwise
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 from epoch_harness import HASHMAP, Cluster
 
+from lockgate.common.config_options import ConfigurationError
 from lockgate.common.watermark_strategy import LONG_MIN
+from lockgate.runtime.errors import UserFunctionError
 from lockgate.runtime.jobmaster.job_settings import JobSettings
 from lockgate.runtime.messages.spark_items import ItemKind, ShuffleItem
 from lockgate.runtime.messages.task_deployment import BatchBounds
@@ -29,7 +32,7 @@ from lockgate.runtime.subtaskhost.channels import (
     rescale_receivers,
 )
 from lockgate.runtime.subtaskhost.context import RecordTimestamp
-from lockgate.runtime.subtaskhost.operators import OperatorContext
+from lockgate.runtime.subtaskhost.operators import CollectSinkOperator, OperatorContext
 from lockgate.runtime.subtaskhost.watermarks import ChannelEnd
 
 TARGETS = 3
@@ -42,10 +45,15 @@ def first(record: tuple[Any, Any]) -> Any:
 
 
 def make_writer(
-    kind: str, bounds: BatchBounds, attempt: str = "a1", timestamped: bool = False
+    kind: str,
+    bounds: BatchBounds,
+    attempt: str = "a1",
+    timestamped: bool = False,
+    max_record_bytes: int = 1 << 30,
 ) -> Any:
     ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [], RecordTimestamp())
     ctx.attempt = attempt
+    ctx.max_record_bytes = max_record_bytes
     if kind == "forward":
         return ForwardWriter(ctx, 7, bounds, timestamped)
     if kind == "rebalance":
@@ -112,7 +120,7 @@ def by_target(found: list[tuple[int, int, list[bytes]]]) -> dict[int, list[list[
 @pytest.mark.parametrize("kind", WRITERS)
 def test_batches_of_big_records_stay_within_the_byte_bound(kind):
     bound = 10_000
-    writer = make_writer(kind, BatchBounds(records=2048, bytes=bound))
+    writer = make_writer(kind, BatchBounds(records=2048, bytes=bound, record_bytes=1 << 30))
     for epoch in (1, 2):  # what epoch 1 left buffered must not count in epoch 2
         records = sized_records(300, 1_000, 4_000, seed=epoch)
         found = batches(feed(writer, records))
@@ -132,7 +140,9 @@ def test_a_record_larger_than_the_byte_bound_travels_alone(kind):
     big = ("same key", "y" * 50_000)
     small = [("same key", n) for n in range(20)]
     records = [*small[:10], big, *small[10:]]
-    found = batches(write(kind, BatchBounds(records=2048, bytes=1_000), records))
+    found = batches(
+        write(kind, BatchBounds(records=2048, bytes=1_000, record_bytes=1 << 30), records)
+    )
 
     alone = [data for _, _, data in found if loads(data[0]) == big]
     assert alone == [[dumps(big, HIGHEST_PROTOCOL)]]
@@ -143,7 +153,9 @@ def test_a_record_larger_than_the_byte_bound_travels_alone(kind):
 @pytest.mark.parametrize("kind", WRITERS)
 def test_the_record_bound_still_holds_for_small_records(kind):
     records = [(n % 5, n) for n in range(1_000)]
-    found = batches(write(kind, BatchBounds(records=16, bytes=1 << 20), records))
+    found = batches(
+        write(kind, BatchBounds(records=16, bytes=1 << 20, record_bytes=1 << 30), records)
+    )
 
     for sent in by_target(found).values():
         assert all(len(batch) == 16 for batch in sent[:-1])
@@ -154,7 +166,7 @@ def test_the_record_bound_still_holds_for_small_records(kind):
 @pytest.mark.parametrize("kind", WRITERS)
 def test_records_keep_their_order_within_a_target(kind):
     records = sized_records(400, 10, 3_000, seed=8)
-    writer = make_writer(kind, BatchBounds(records=7, bytes=5_000))
+    writer = make_writer(kind, BatchBounds(records=7, bytes=5_000, record_bytes=1 << 30))
     shuffle_targets = random.Random("7/1/0")  # edge 7, subtask 1, epoch 0
     expected: dict[int, list[Any]] = {}
     for record in records:
@@ -183,7 +195,7 @@ def test_a_retried_subtask_cuts_the_same_batches(kind):
     """The receiver replays its input by (edge, sender, sequence number): a retry must send
     the same records under the same numbers, whatever their sizes."""
     records = sized_records(500, 1, 6_000, seed=11)
-    bounds = BatchBounds(records=9, bytes=8_000)
+    bounds = BatchBounds(records=9, bytes=8_000, record_bytes=1 << 30)
 
     first_attempt = write(kind, bounds, records, attempt="a1")
     retry = write(kind, bounds, records, attempt="a2")
@@ -209,7 +221,9 @@ def test_rescale_sends_each_subtask_to_its_block_of_receivers(senders, receivers
 
 def test_rescale_goes_round_robin_over_the_block_and_ends_every_channel():
     ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [], RecordTimestamp())
-    writer = RescaleWriter(ctx, 7, 2, 4, BatchBounds(records=100, bytes=1 << 20), False)
+    writer = RescaleWriter(
+        ctx, 7, 2, 4, BatchBounds(records=100, bytes=1 << 20, record_bytes=1 << 30), False
+    )
     items = feed(writer, list(range(10)))
     received = {p: [loads(d) for d in data] for p, _, data in batches(items)}
     assert received == {2: [0, 2, 4, 6, 8], 3: [1, 3, 5, 7, 9]}
@@ -219,7 +233,9 @@ def test_rescale_goes_round_robin_over_the_block_and_ends_every_channel():
 
 def test_shuffle_spreads_records_and_draws_anew_each_epoch():
     ctx = OperatorContext("upstream", "upstream-uid", 1, 2, None, None, [], RecordTimestamp())
-    writer = ShuffleWriter(ctx, 7, TARGETS, BatchBounds(records=10_000, bytes=1 << 30), False)
+    writer = ShuffleWriter(
+        ctx, 7, TARGETS, BatchBounds(records=10_000, bytes=1 << 30, record_bytes=1 << 30), False
+    )
     placements = []
     for epoch in (1, 2):
         ctx.epoch = epoch
@@ -248,7 +264,7 @@ class Modulo:
 
 def custom_writer(partitioner: Any, key_selector: Any) -> CustomPartitionWriter:
     ctx = OperatorContext("upstream", "upstream-uid", 1, 2, "rc", None, [], RecordTimestamp())
-    bounds = BatchBounds(records=100, bytes=1 << 20)
+    bounds = BatchBounds(records=100, bytes=1 << 20, record_bytes=1 << 30)
     return CustomPartitionWriter(ctx, 7, TARGETS, bounds, False, partitioner, key_selector)
 
 
@@ -278,18 +294,27 @@ def bounds_of(config: dict[str, str]) -> BatchBounds:
 
 
 def test_bounds_come_from_the_configuration():
-    assert bounds_of({}) == BatchBounds(records=8192, bytes=1 << 20)
+    assert bounds_of({}) == BatchBounds(records=8192, bytes=1 << 20, record_bytes=256 << 20)
     configured = bounds_of(
-        {"lockgate.shuffle.batch.max-records": "100", "lockgate.shuffle.batch.max-size": "64kb"}
+        {
+            "lockgate.shuffle.batch.max-records": "100",
+            "lockgate.shuffle.batch.max-size": "64kb",
+            "lockgate.record.max-size": "1536mb",
+        }
     )
-    assert configured == BatchBounds(records=100, bytes=64 << 10)
+    assert configured == BatchBounds(records=100, bytes=64 << 10, record_bytes=1536 << 20)
+
+
+def test_a_record_maximum_beyond_pysparks_frames_fails_before_the_job():
+    with pytest.raises(ConfigurationError, match=r"lockgate\.record\.max-size.*at most 1536mb"):
+        bounds_of({"lockgate.record.max-size": "2gb"})
 
 
 def test_an_epoch_task_sends_batches_within_its_bounds(cluster):
     """The bounds an EpochTask carries reach the writers of the subtask it builds: the source
     task's output to the keyed task, and the counts the keyed task makes of it."""
     records = [(n % 4, "z" * 3_000) for n in range(40)]
-    c: Cluster = cluster(records, backend=HASHMAP, batch_bounds=BatchBounds(1_000, 10_000))
+    c: Cluster = cluster(records, backend=HASHMAP, batch_bounds=BatchBounds(1_000, 10_000, 1 << 30))
 
     run = c.begin_epoch(max_records=40)
 
@@ -304,7 +329,9 @@ def test_an_epoch_task_sends_batches_within_its_bounds(cluster):
 @pytest.mark.parametrize("kind", WRITERS)
 def test_a_timestamped_edge_carries_each_records_timestamp_beside_it(kind):
     records = [(n % 5, n) for n in range(100)]
-    writer = make_writer(kind, BatchBounds(records=16, bytes=1 << 20), timestamped=True)
+    writer = make_writer(
+        kind, BatchBounds(records=16, bytes=1 << 20, record_bytes=1 << 30), timestamped=True
+    )
     for n, record in enumerate(records[:50]):  # one by one: the record's current timestamp
         writer.record.value = 1000 + n
         writer.process(record)
@@ -330,7 +357,7 @@ def test_a_timestamped_edge_carries_each_records_timestamp_beside_it(kind):
 
 
 def test_a_broadcast_writer_sends_every_batch_and_marker_to_every_target():
-    writer = make_writer("broadcast", BatchBounds(records=4, bytes=1 << 20))
+    writer = make_writer("broadcast", BatchBounds(records=4, bytes=1 << 20, record_bytes=1 << 30))
     items = feed(writer, list(range(10)))
     for target in range(TARGETS):
         mine = [item for item in items if item.target == target]
@@ -343,3 +370,29 @@ def test_a_broadcast_writer_sends_every_batch_and_marker_to_every_target():
         ]
         received = [r for item in mine[:-1] for r in map(loads, loads(item.payload).records)]
         assert received == list(range(10))
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+@pytest.mark.parametrize("one_by_one", [True, False])
+def test_a_record_above_the_maximum_fails_naming_operator_subtask_and_size(kind, one_by_one):
+    bounds = BatchBounds(records=100, bytes=1 << 20, record_bytes=4_000)
+    writer = make_writer(kind, bounds, max_record_bytes=bounds.record_bytes)
+    writer.process((1, "small"))
+    big = (2, "x" * 5_000)
+    with pytest.raises(UserFunctionError) as failure:
+        if one_by_one:
+            writer.process(big)
+        else:
+            writer.process_batch([(3, "y"), big])
+    message = str(failure.value)
+    assert "operator 'upstream' (uid 'upstream-uid', subtask 1/2, epoch 0)" in message
+    assert re.search(r"pickles to 50\d\d bytes, more than lockgate.record.max-size \(4000", message)
+
+
+def test_the_collect_sink_refuses_a_record_above_the_maximum():
+    ctx = OperatorContext("collect", "collect-uid", 0, 1, None, None, [], RecordTimestamp())
+    ctx.max_record_bytes = 100
+    sink = CollectSinkOperator(ctx)
+    sink.process("fits")
+    with pytest.raises(UserFunctionError, match=r"uid 'collect-uid'.*pickles to 2\d\d bytes"):
+        sink.process("z" * 200)
