@@ -45,7 +45,7 @@ def start(tmp_path: Path, name: str, parallelism: int, backend: str, recovery: P
         str(SCRIPT),
         str(tmp_path / "out"),
         str(tmp_path / "checkpoints"),
-        str(tmp_path / f"work-{name}"),
+        str(tmp_path / "work"),  # both runs: the second sweeps what the killed one left
         str(parallelism),
         backend,
     ]
@@ -111,6 +111,12 @@ def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parall
     restored_epoch = json.loads((latest / "_metadata").read_text())["body"]["epoch"]
     epochs = PER_SPLIT // MAX_RECORDS
     assert restored_epoch < epochs, "the killed job had already finished its input"
+    killed_job = job_dirs[0].name
+    orphans = [
+        tmp_path / "work" / killed_job,
+        tmp_path / "work" / "rocksdb" / f"lockgate-rocksdb-{os.getuid()}" / killed_job,
+    ]
+    assert all(orphan.is_dir() for orphan in orphans), "the killed run left no directories"
     before = committed_lines(tmp_path / "out")
     expected = reference(parallelism)
     assert 0 < sum(before.values()) < sum(expected.values())
@@ -125,6 +131,7 @@ def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parall
     finally:
         second_log.close()
     assert returncode == 0, log_tail(tmp_path, "second")
+    assert not any(orphan.exists() for orphan in orphans), "the killed run's directories stayed"
     output = (tmp_path / "second.log").read_text(errors="replace")
     summary = json.loads(re.search(r"^RESULT (.*)$", output, re.MULTILINE).group(1))
     assert summary["epochs"][0] == restored_epoch + 1, summary

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lockgate.common.config_options import ROCKSDB_LOCAL_DIR
+from lockgate.core.fs.directory_lease import DirectoryLease, lease_job_directory
 from lockgate.core.fs.private_directory import private_directory
 from lockgate.core.fs.storage import download_url
 from lockgate.state.backend_settings import KeyedStateSettings
@@ -28,6 +29,10 @@ from lockgate.state.manifests import (
 from lockgate.state.rocksdb import UPLOADED_INDEX, RocksDBKeyedStateBackend, StateBackendError
 from lockgate.state.savepoint_state import restore_canonical
 
+# The job directories this process keeps instances in, leased for as long as it lives (a
+# subtask host lives for its run): a sweep by another job's start leaves them alone.
+_LEASES: dict[str, DirectoryLease] = {}
+
 
 class RocksDBRestoreOperation:
     def __init__(self, settings: KeyedStateSettings):
@@ -38,6 +43,8 @@ class RocksDBRestoreOperation:
         job_dir = roots[subtask.index % len(roots)]
         try:
             private_directory(Path(job_dir).parent, ROCKSDB_LOCAL_DIR.key)
+            if job_dir not in _LEASES:
+                _LEASES[job_dir] = lease_job_directory(Path(job_dir))
         except PermissionError as exc:  # UnsafeDirectoryError, or no right to create it
             where = subtask.describe()
             raise StateBackendError(f"cannot keep the RocksDB state of {where}: {exc}") from None

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from lockgate.checkpoint.coordinator import CheckpointSettings
 from lockgate.common import config_options as options
+from lockgate.core.fs.directory_lease import lease_work_directory
 from lockgate.graph.job_graph import JobGraph
 from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.errors import JobExecutionError
@@ -66,6 +67,7 @@ class JobMaster:
         self.sc = session.sparkContext
         check_session(session_conf(self.sc))
         self.ctx = ctx = JobContext.create(job, settings)
+        self.work_lease = lease_work_directory(ctx.work)
         self.epoch_cap = EpochCap(settings.max_records_per_split, settings.epoch_target_s)
         self.progress = EpochProgress(settings.job_name) if settings.progress else None
         self.savepoints = PendingSavepoints()
@@ -173,6 +175,8 @@ class JobMaster:
                 self.ctx.shared_state.release_live(self.ctx.state.subtask_files())
                 self.ctx.shared_state.sweep()
             self.ctx.work.remove("")
+            if self.work_lease is not None:
+                self.work_lease.release()
             self._remove_local_dirs()
 
     # One epoch -----------------------------------------------------------------------------
