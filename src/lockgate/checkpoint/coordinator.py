@@ -269,13 +269,13 @@ def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
         meta_url = job_root.url_of(f"chk-{checkpoint_id}/_metadata")
         try:
             body = metadata.decode(read_url(meta_url), meta_url)
+            absolute = with_absolute_files(body, job_root.url_of(""), meta_url)
         except FileNotFoundError:
             skipped.append(f"{meta_url} is missing")
             continue
         except metadata.CheckpointFormatError as exc:
             skipped.append(str(exc))
             continue
-        absolute = with_absolute_files(body, job_root.url_of(""), meta_url)
         return (
             CompletedCheckpoint(
                 body.checkpoint_id, body.epoch, absolute, job_root.url_of(f"chk-{checkpoint_id}")

@@ -36,7 +36,8 @@ class FileCommitter(Committer):
         if final is None or pending is None:
             raise SinkError(
                 f"a FileSink committable names {part.final} (pending {part.pending}), outside "
-                f"the sink's base path {self.base.url}: not committed"
+                f"the sink's base path {self.base.url}: not committed (a checkpoint of a job "
+                f"whose sink wrote elsewhere is restored with that sink's base path)"
             )
         directory, name = posixpath.split(final)
         pending_directory, pending_name = posixpath.split(pending)

@@ -135,12 +135,19 @@ class Storage:
             self.fs.rm(path, recursive=True)
 
     def relative_of(self, url: str) -> str | None:
-        """The path of ``url`` relative to this tree, or None when it lies outside it
-        (``..`` resolved first: a record that names ``<tree>/../elsewhere`` is outside)."""
+        """The path of ``url`` relative to this tree, or None when it may lie outside it: on
+        another host of its file system, or through a ``.`` or ``..`` part (which the file
+        system resolves after any link, so ``<tree>/link/..`` may be anywhere)."""
         fs, found = url_to_fs(url)
+        # Another file system, or the same kind on another host (not ``fs != self.fs``:
+        # fsspec's instances of one file system differ between threads)
+        if type(fs) is not type(self.fs) or fs.storage_options != self.fs.storage_options:
+            return None
+        if {".", ".."} & set(found.split("/")):
+            return None
         path: str = posixpath.normpath(found)
         root = posixpath.normpath(self.root)
-        if type(fs) is not type(self.fs) or not path.startswith(root + "/"):
+        if not path.startswith(root + "/"):
             return None
         return path[len(root) + 1 :]
 

@@ -9,18 +9,24 @@ forward on those acknowledgements. When the epoch ends with a checkpoint, the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import time
 from collections.abc import Generator
 from concurrent.futures import Future
+from pathlib import Path
 
 from pyspark import Broadcast, cloudpickle
 from pyspark.sql import SparkSession
 
 from lockgate.checkpoint.coordinator import CheckpointSettings
 from lockgate.common import config_options as options
-from lockgate.core.fs.directory_lease import lease_work_directory
+from lockgate.core.fs.directory_lease import (
+    DirectoryLease,
+    lease_job_directory,
+    lease_work_directory,
+)
 from lockgate.graph.job_graph import JobGraph
 from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.errors import JobExecutionError
@@ -67,7 +73,7 @@ class JobMaster:
         self.sc = session.sparkContext
         check_session(session_conf(self.sc))
         self.ctx = ctx = JobContext.create(job, settings)
-        self.work_lease = lease_work_directory(ctx.work)
+        self.leases = _lease_local_directories(ctx)
         self.epoch_cap = EpochCap(settings.max_records_per_split, settings.epoch_target_s)
         self.progress = EpochProgress(settings.job_name) if settings.progress else None
         self.savepoints = PendingSavepoints()
@@ -175,9 +181,9 @@ class JobMaster:
                 self.ctx.shared_state.release_live(self.ctx.state.subtask_files())
                 self.ctx.shared_state.sweep()
             self.ctx.work.remove("")
-            if self.work_lease is not None:
-                self.work_lease.release()
             self._remove_local_dirs()
+            for lease in self.leases:
+                lease.release()
 
     # One epoch -----------------------------------------------------------------------------
 
@@ -397,3 +403,17 @@ class JobMaster:
             return
         for directory in keyed_state.job_local_dirs():
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def _lease_local_directories(ctx: JobContext) -> list[DirectoryLease]:
+    """Leases on the job's directories on this machine, for as long as it runs: its work
+    directory, and in local mode its RocksDB directories too (the executors' disk is this
+    machine's), which a subtask host between two runs of the job would not hold."""
+    work = lease_work_directory(ctx.work)
+    leases = [work] if work is not None else []
+    keyed_state = ctx.settings.keyed_state
+    if keyed_state.backend == manifests.ROCKSDB and ctx.settings.local_spark:
+        for directory in keyed_state.job_local_dirs():
+            with contextlib.suppress(OSError):  # a host fails naming the directory
+                leases.append(lease_job_directory(Path(directory)))
+    return leases

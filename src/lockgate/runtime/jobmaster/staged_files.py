@@ -22,6 +22,7 @@ not killed yet may still create the file it recorded.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from fsspec.core import url_to_fs
@@ -33,6 +34,7 @@ from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.messages.staged_files import StagedFiles
 
 ZOMBIE_EPOCHS = 2
+log = logging.getLogger("lockgate")
 
 
 class StagedFilesRegistry:
@@ -78,7 +80,7 @@ class StagedFilesRegistry:
                 if record.epoch <= settled:
                     self._forget(record)  # its files are committed
                 continue
-            self._delete(record, record.files)
+            self._delete(record, list(record.files))
             if record.epoch <= epoch - ZOMBIE_EPOCHS:
                 self._forget(record)
         for key in [key for key in accepted if key[0] <= settled]:
@@ -88,19 +90,28 @@ class StagedFilesRegistry:
         """Delete every staged file except those in ``keep`` (pending files the restored
         checkpoint commits); ``forget``: remove the records too (this job's own ones)."""
         for record in list(self.records()):
-            self._delete(record, [url for url in record.files if url not in keep])
+            urls = [url for url in record.files if url not in keep]
             if forget:
+                self._delete(record, urls)
                 self._forget(record)
+                continue
+            try:
+                self._delete(record, urls)
+            except RecordFormatError as exc:  # another execution's, whose sinks may differ
+                log.warning("%s", exc)
         if forget:
             self.accepted.clear()
 
-    def _delete(self, record: StagedFiles, urls: Iterable[str]) -> None:
+    def _delete(self, record: StagedFiles, urls: list[str]) -> None:
+        """Delete ``urls`` of ``record``, all of them or, if one is not a name a sink of
+        this job stages, none."""
+        foreign = [url for url in urls if not any(c.may_stage(url) for c in self.committers)]
+        if foreign:
+            raise RecordFormatError(
+                f"staging record {self.storage.url_of(record.name)} names {foreign[0]}, which "
+                f"no sink of this job stages: nothing of it deleted"
+            )
         for url in urls:
-            if not any(committer.may_stage(url) for committer in self.committers):
-                raise RecordFormatError(
-                    f"staging record {self.storage.url_of(record.name)} names {url}, which no "
-                    f"sink of this job stages: not deleted"
-                )
             fs, path = url_to_fs(url)
             if fs.exists(path):
                 fs.rm(path)

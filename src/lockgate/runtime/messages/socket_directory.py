@@ -1,6 +1,6 @@
 """Where the task manager and the subtask hosts of this machine listen.
 
-Their sockets are files in ``<temp dir>/lockgate-<uid>/sockets``, a directory only this user
+Their sockets are files in ``/tmp/lockgate-<uid>/sockets``, a directory only this user
 can enter (``private_directory``): another local user can neither connect to them nor bind a
 name first. A run's hosts share a directory named after the run, which its release lists.
 
@@ -20,16 +20,19 @@ import socket
 import time
 from pathlib import Path
 
-from lockgate.core.fs.private_directory import private_directory, user_directory
+from lockgate.core.fs.private_directory import private_directory
 
+MACHINE_TEMP = Path("/tmp")
 _MAX_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 LOCK_SUFFIX = ".lock"
-_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+_FLAGS = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
 _CLAIM_TRIES = 200  # 1 s of waiting for a held name without a socket
 
 
 def sockets_directory() -> Path:
-    return private_directory(user_directory() / "sockets", None)
+    """``/tmp/lockgate-<uid>/sockets``: the same for every executor of the machine, whatever
+    its TMPDIR (YARN gives each container its own), as the Spark host in a host's name is."""
+    return private_directory(MACHINE_TEMP / f"lockgate-{os.getuid()}" / "sockets", None)
 
 
 def task_manager_path(daemon_pid: int) -> Path:
@@ -55,8 +58,7 @@ def host_path(run: str, location: str, vertex: int, index: int) -> Path:
 def _checked(path: Path) -> Path:
     if len(os.fsencode(path)) > _MAX_PATH:
         raise RuntimeError(
-            f"the socket path {path} is longer than the {_MAX_PATH} bytes Linux allows: set "
-            f"TMPDIR on this machine's executors to a shorter directory"
+            f"the socket path {path} is longer than the {_MAX_PATH} bytes Linux allows"
         )
     return path
 
@@ -97,7 +99,7 @@ class ExclusiveListener:
         for tries in itertools.count(1):
             private_directory(path.parent, None)
             try:
-                lock = os.open(lock_path, _LOCK_FLAGS, 0o600)
+                lock = os.open(lock_path, _FLAGS | os.O_CREAT, 0o600)
             except FileNotFoundError:
                 continue  # a sweep removed the run's directory while it was empty
             try:
@@ -183,19 +185,19 @@ def _remove_if_dead(path: Path) -> None:
     """Remove the socket at ``path`` and its lock if no live process holds the lock."""
     lock_path = path.with_name(path.name + LOCK_SUFFIX)
     try:
-        lock = os.open(lock_path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        lock = os.open(lock_path, _FLAGS)
     except FileNotFoundError:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # a socket without a lock is never a live listener's
-        return
+        return  # a listener removing its files, or one about to claim the name: not ours
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(lock)
-        return  # held: alive
-    try:
+        # Another sweep may have removed this lock file, and a listener claimed the name
+        # anew, since it was opened: only a lock on the file at the path is the name's.
+        if os.stat(lock_path).st_ino != os.fstat(lock).st_ino:
+            return
         for name in (path, lock_path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name)
+    except (BlockingIOError, FileNotFoundError):
+        return  # held: alive; or removed meanwhile
     finally:
         os.close(lock)

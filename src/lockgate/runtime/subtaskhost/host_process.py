@@ -173,6 +173,8 @@ def run_host(requester: socket.socket, request: HostRequest, daemon_pid: int) ->
         _answer(requester, "exists")
         return
     _answer(requester, "ready")
+    # A process user code forks (a pool) must not keep the name after the host is gone.
+    os.register_at_fork(after_in_child=listener.forget)
     host = SubtaskHost(request)
     try:
         serve(listener.socket, host, request.key, daemon_pid)

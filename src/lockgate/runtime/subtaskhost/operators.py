@@ -553,14 +553,16 @@ class CollectSinkOperator(Operator):
     def __init__(self, ctx: OperatorContext):
         super().__init__(ctx)
         self.batch: list[bytes] = []
+        self.size = 0  # bytes in the batch: one item of PySpark's, under the maximum too
 
     def process(self, value: Any) -> None:
-        batch = self.batch
         data = dumps(value, HIGHEST_PROTOCOL)
-        if len(data) > self.ctx.max_record_bytes:
+        if self.size + len(data) > self.ctx.max_record_bytes:
             self.check_record_size(len(data), value)
-        batch.append(data)
-        if len(batch) >= self.BATCH:
+            self.end_epoch()
+        self.batch.append(data)
+        self.size += len(data)
+        if len(self.batch) >= self.BATCH:
             self.end_epoch()
 
     def end_epoch(self) -> None:
@@ -568,6 +570,7 @@ class CollectSinkOperator(Operator):
             records = dumps(self.batch, HIGHEST_PROTOCOL)
             self.ctx.outbox.append(HostOutput(ItemKind.COLLECTED, 0, 0, 0, records))
             self.batch = []
+            self.size = 0
 
 
 class DiscardingSinkOperator(Operator):

@@ -155,7 +155,12 @@ class TaskManager:
             with contextlib.suppress(OSError):
                 protocol.send_record(conn, FrameKind.SPAWNED, HostStarted(f"refused: {refusal}"))
             return
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # out of processes or memory: this request fails, not all
+            with contextlib.suppress(OSError):
+                protocol.send_record(conn, FrameKind.SPAWNED, HostStarted(f"cannot fork: {exc}"))
+            return
         if pid == 0:
             try:
                 self._become_child()
@@ -166,8 +171,8 @@ class TaskManager:
                 os._exit(0)
         try:
             host = os.pidfd_open(pid)
-        except ProcessLookupError:
-            return  # gone already ("exists": another task's request started it first)
+        except OSError:  # gone already ("exists": another task's started it), or no fds left
+            return
         self.hosts[host] = place
         self.places[place] += 1
         self.selector.register(host, selectors.EVENT_READ)
@@ -179,6 +184,7 @@ class TaskManager:
             sock.close()
         for host in self.hosts:
             os.close(host)
+        os.close(self.daemon)  # the host watches the daemon itself
         self.selector.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # user code may wait for children
 

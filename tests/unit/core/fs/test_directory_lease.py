@@ -78,3 +78,15 @@ def test_a_lease_taken_while_a_sweep_removes_the_directory_holds_a_new_one(tmp_p
     assert taken and (directory / LEASE).exists()
     assert sweep_orphans(tmp_path) == []
     taken[0].release()
+
+
+def test_a_sweep_leaves_its_callers_own_directory_and_other_machines_leases(tmp_path):
+    """A job between two runs holds no lease on its own directory; on a network file
+    system, a lease of another machine's process is not this machine's to judge."""
+    own, elsewhere = job_dir(tmp_path), job_dir(tmp_path)
+    for directory in (own, elsewhere):
+        killed_holder(directory)
+    (elsewhere / LEASE).write_bytes(b"another-machine")
+
+    assert sweep_orphans(tmp_path, keep=own.name) == []
+    assert own.is_dir() and elsewhere.is_dir()

@@ -195,6 +195,8 @@ def test_read_url_accepts_a_plain_local_path(tmp_path):
         "memory://{tmp}/shared/f",
         "{tmp}/shared/../other/f",
         "file://{tmp}/shared/op/../../other/f",
+        "file://{tmp}/shared/op/../f",  # inside by its letters; a link 'op' leads elsewhere
+        "file://{tmp}/shared/./f",
     ],
 )
 def test_discard_refuses_urls_outside_its_tree(tmp_path, outside):
@@ -223,3 +225,14 @@ def test_the_writability_probe_removes_only_its_own_file(tmp_path):
     other.write_text("")
     assert is_writable(str(tmp_path))
     assert [p.name for p in tmp_path.iterdir()] == [other.name]
+
+
+def test_a_url_is_inside_whatever_thread_made_the_storage(tmp_path):
+    """fsspec makes one instance of a file system per thread: they are one file system."""
+    import threading
+
+    made: list[Storage] = []
+    thread = threading.Thread(target=lambda: made.append(Storage(f"file://{tmp_path}/out")))
+    thread.start()
+    thread.join()
+    assert made[0].relative_of(f"file://{tmp_path}/out/part-0") == "part-0"

@@ -396,3 +396,15 @@ def test_the_collect_sink_refuses_a_record_above_the_maximum():
     sink.process("fits")
     with pytest.raises(UserFunctionError, match=r"uid 'collect-uid'.*pickles to 2\d\d bytes"):
         sink.process("z" * 200)
+
+
+def test_the_collect_sink_keeps_each_batch_under_the_maximum():
+    ctx = OperatorContext("collect", "collect-uid", 0, 1, None, None, [], RecordTimestamp())
+    ctx.max_record_bytes = 1_000
+    sink = CollectSinkOperator(ctx)
+    for n in range(10):
+        sink.process("r" * 300 + str(n))
+    sink.end_epoch()
+    batches = [loads(output.payload) for output in ctx.outbox]
+    assert all(sum(len(record) for record in batch) <= 1_000 for batch in batches)
+    assert [loads(r) for batch in batches for r in batch] == ["r" * 300 + str(n) for n in range(10)]

@@ -221,8 +221,7 @@ def test_a_sockets_directory_another_user_made_first_is_refused(open_dir, monkey
         str(shared / f"lockgate-{os.getuid()}"),
     )
     assert made.returncode == 0, made.stderr
-    monkeypatch.setenv("TMPDIR", str(shared))
-    monkeypatch.setattr("tempfile.tempdir", None)
+    monkeypatch.setattr(socket_directory, "MACHINE_TEMP", shared)
 
     with pytest.raises(UnsafeDirectoryError, match=f"belongs to uid {NOBODY}"):
         connect_host(new_run(), 0, 0)
