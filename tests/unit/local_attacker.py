@@ -30,26 +30,19 @@ needs_another_user = pytest.mark.skipif(_reason() is not None, reason=_reason() 
 NOBODY = pwd.getpwnam("nobody").pw_uid
 
 
+_AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", PYTHON, "-c"]
+
+
 def as_nobody(code: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """Run ``code`` (Python, dedented) as nobody with ``args`` in ``sys.argv[1:]``."""
-    command = [
-        "setpriv",
-        "--reuid=nobody",
-        "--regid=nogroup",
-        "--clear-groups",
-        PYTHON,
-        "-c",
-        textwrap.dedent(code),
-        *args,
-    ]
+    command = [*_AS_NOBODY, textwrap.dedent(code), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd="/")
 
 
 def start_as_nobody(code: str, *args: str) -> subprocess.Popen[str]:
     """Start ``code`` as nobody; it runs until it exits or is killed."""
-    command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", PYTHON, "-c"]
     return subprocess.Popen(
-        [*command, textwrap.dedent(code), *args],
+        [*_AS_NOBODY, textwrap.dedent(code), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

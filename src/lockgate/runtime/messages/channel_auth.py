@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import secrets
 import socket
 import struct
 
@@ -34,11 +33,6 @@ class HandshakeTimeout(PeerRefused, TimeoutError):
 
 class HandshakeClosed(PeerRefused, ConnectionError):
     """The peer closed the connection during the handshake (a host that is exiting)."""
-
-
-def new_run_key() -> str:
-    """A run's key (hex), made by the driver."""
-    return secrets.token_hex(32)
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """What a Spark task and the subtask host it drives say to each other over their socket.
 
-Every connection starts with the handshake of ``channel_auth``. A frame is then one byte of
-kind (``FrameKind``), eight of length, then the payload. Control
+Before the first frame, each end checks the other (``channel_auth``: its uid, and between a
+task and a host, the run's key). A frame is one byte of kind (``FrameKind``), eight of
+length, then the payload. Control
 frames carry typed JSON records; data frames carry a small binary header and the records'
 bytes, pickled once by the subtask that produced them (they pass through the task
 untouched): a BATCH frame carries a ``ChannelItem``, an OUTPUT frame a ``HostOutput``, a

@@ -5,7 +5,6 @@ their parent lets another user rename them away. Another user's moves run as nob
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import tempfile
 import zipfile
@@ -21,15 +20,6 @@ from lockgate.core.fs.private_directory import (
 )
 from lockgate.core.fs.storage import Storage
 from lockgate.runtime.jobmaster import spark_session
-
-
-@pytest.fixture
-def open_dir():
-    """A directory every user can enter and write to, sticky as /tmp is."""
-    path = Path(tempfile.mkdtemp(prefix="lockgate-open-"))
-    path.chmod(0o1777)
-    yield path
-    shutil.rmtree(path)
 
 
 def mode(path: Path) -> int:

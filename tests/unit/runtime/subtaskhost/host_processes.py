@@ -4,17 +4,18 @@ a stand-in for the executor's Python daemon, runs with their keys, and what to a
 from __future__ import annotations
 
 import os
+import secrets
 import time
 import uuid
 
 from lockgate.runtime.messages import socket_directory
-from lockgate.runtime.messages.channel_auth import new_run_key, peer_credentials
+from lockgate.runtime.messages.channel_auth import peer_credentials
 from lockgate.runtime.messages.host_protocol import RunAccess
 from lockgate.runtime.sparktask.host_client import connect_host
 
 
 def new_run(subtasks: int = 16) -> RunAccess:
-    return RunAccess(f"{uuid.uuid4().hex}#0", subtasks, new_run_key())
+    return RunAccess(f"{uuid.uuid4().hex}#0", subtasks, secrets.token_hex(32))
 
 
 def hosts_of(run: RunAccess) -> set[str]:

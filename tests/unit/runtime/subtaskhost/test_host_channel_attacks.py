@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import struct
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from host_processes import host_pid, new_run
-from local_attacker import NOBODY, as_nobody, needs_another_user
+from local_attacker import NOBODY, as_nobody, needs_another_user, start_as_nobody
 
 from lockgate.core.fs.private_directory import UnsafeDirectoryError
 from lockgate.runtime.messages import socket_directory
@@ -71,15 +68,6 @@ def test_another_user_can_neither_connect_nor_bind_a_name(run, daemon):
     assert host_pid(run, 0, 1) > 0  # the name was free for the host
 
 
-@pytest.fixture
-def open_dir():
-    """A directory every user can enter and write to (the tests' tmp_path is root's alone)."""
-    path = Path(tempfile.mkdtemp(prefix="lockgate-attack-"))
-    path.chmod(0o1777)
-    yield path
-    shutil.rmtree(path)
-
-
 @needs_another_user
 def test_a_listener_of_another_user_is_refused_before_anything_is_sent(open_dir):
     """Where a socket could be reached (a directory nobody made), the peer's uid decides."""
@@ -98,8 +86,6 @@ def test_a_listener_of_another_user_is_refused_before_anything_is_sent(open_dir)
 
 def as_nobody_listener(path):
     """A listener of nobody's at ``path`` that prints how many bytes its first caller sent."""
-    from local_attacker import start_as_nobody
-
     process = start_as_nobody(
         "import socket, sys\n"
         "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()\n"
