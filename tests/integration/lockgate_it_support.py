@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -206,3 +207,29 @@ class OpaqueKey:
 
     def __lockgate_key_hash__(self) -> int:
         return self.value
+
+
+def forge_crc(data: bytes, at: int, crc: int) -> bytes:
+    """``data`` with its bytes ``at`` to ``at + 4`` replaced so that its CRC-32 is ``crc``:
+    CRC-32 is affine in the message's bits, so 32 chosen bits reach any value."""
+    zeros = zlib.crc32(bytes(len(data)))
+    basis: dict[int, tuple[int, int]] = {}  # top bit -> (CRC change, bits of the 4 bytes)
+    for bit in range(32):
+        probe = bytearray(len(data))
+        probe[at + bit // 8] = 1 << (bit % 8)
+        change, bits = zlib.crc32(bytes(probe)) ^ zeros, 1 << bit
+        while change:
+            top = change.bit_length() - 1
+            if top not in basis:
+                basis[top] = (change, bits)
+                break
+            change, bits = change ^ basis[top][0], bits ^ basis[top][1]
+    forged = bytearray(data)
+    forged[at : at + 4] = bytes(4)
+    missing, chosen = crc ^ zlib.crc32(bytes(forged)), 0
+    while missing:
+        change, bits = basis[missing.bit_length() - 1]
+        missing, chosen = missing ^ change, chosen ^ bits
+    forged[at : at + 4] = chosen.to_bytes(4, "little")
+    assert zlib.crc32(bytes(forged)) == crc
+    return bytes(forged)

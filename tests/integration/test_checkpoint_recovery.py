@@ -455,7 +455,7 @@ def run_observing_checkpoints(make_env, tmp_path: Path, incremental: bool, paral
             assert [p.name for p in retained] == expected
             files = {}
             for chk in retained:
-                checkpoint, skipped = load_checkpoint(str(chk))
+                checkpoint, skipped = load_checkpoint(str(chk), None)
                 assert not skipped and checkpoint.epoch == int(chk.name[4:])
                 for operator in checkpoint.metadata.operators.values():
                     for subtask in operator.subtasks:

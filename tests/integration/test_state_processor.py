@@ -9,6 +9,7 @@ parallelism."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,7 @@ from exactly_once_job import (
     recovery_settings,
     stop_with_savepoint_at_first_epoch,
 )
+from lockgate_it_support import forge_crc
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from rescale_job import Tally, reports
@@ -34,6 +36,7 @@ from state_processor_job import (
     window_sums,
 )
 
+from lockgate.checkpoint.metadata import CheckpointSignatureError
 from lockgate.common import Configuration, RestartStrategies, Types
 from lockgate.datastream import CheckpointingMode, ExternalizedCheckpointRetention
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
@@ -361,3 +364,43 @@ def test_operator_state_bootstrapped_into_a_new_savepoint_restores_at_another_pa
         }
         for index, chunk in enumerate(chunks)
     }
+
+
+def test_signed_savepoints_are_written_and_read_with_their_key(spark, tmp_path):
+    """The state processor signs what it writes with the key it is given, reads only what
+    that key signed, and its tasks check every state file's digest before reading it."""
+    key, other = tmp_path / "key", tmp_path / "other-key"
+    for path, secret in ((key, b"k" * 32), (other, b"o" * 32)):
+        path.write_bytes(secret)
+        path.chmod(0o600)
+    counts = spark.createDataFrame([("a", 1), ("b", 2)], "key string, n int")
+    elements = spark.createDataFrame([(1,), (2,), (3,)], "value int")
+    unsigned = (
+        SavepointWriter.new_savepoint(spark, 8)
+        .with_keyed_state("op", counts, [ValueStateDescriptor("n")])
+        .with_list_state("buffer", elements, ListStateDescriptor("seen"))
+        .write(str(tmp_path / "unsigned"))
+    )
+    with pytest.raises(CheckpointSignatureError, match=r"_metadata is not signed"):
+        SavepointReader.read(spark, unsigned, signing_key_file=str(key))
+    # A savepoint written without a key, trusted, signed anew: its files get digests too
+    signed = SavepointWriter.from_existing_savepoint(spark, unsigned).write(
+        str(tmp_path / "signed"), signing_key_file=str(key)
+    )
+    reader = SavepointReader.read(spark, signed, signing_key_file=str(key))
+    assert values(reader.keyed_state("op", "n")) == {"a": 1, "b": 2}
+    assert sorted(r.value for r in reader.list_state("buffer", "seen").collect()) == [1, 2, 3]
+    with pytest.raises(CheckpointSignatureError, match=r"_metadata is signed with another key"):
+        SavepointWriter.from_existing_savepoint(spark, signed, signing_key_file=str(other))
+
+    directory = Path(signed.removeprefix("file://"))
+    body = json.loads((directory / "_metadata").read_text())["body"]
+    groups = [s["keyed"]["groups"] for s in body["operators"]["op"]["subtasks"] if s["keyed"]]
+    file, offset, length, crc, _ = next(iter(groups[0].values()))
+    data = bytearray((directory / file).read_bytes())
+    blob = bytearray(data[offset : offset + length])
+    blob[0] ^= 0xFF  # a key group's blob altered, its CRC-32 put right
+    data[offset : offset + length] = forge_crc(bytes(blob), 1, crc)
+    (directory / file).write_bytes(bytes(data))
+    with pytest.raises(Exception, match=r"does not match the SHA-256 digest"):
+        reader.keyed_state("op", "n").collect()

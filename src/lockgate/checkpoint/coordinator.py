@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from lockgate.checkpoint import metadata
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState
+from lockgate.checkpoint.signing_key import CheckpointSigningKey
 from lockgate.core.fs.storage import Storage, read_url
 
 
@@ -71,6 +72,7 @@ class CheckpointCoordinator:
     settings: CheckpointSettings
     job_id: str
     job_root: Storage | None  # <checkpoint-dir>/<job-id>; None: checkpoints in driver memory
+    signing_key: CheckpointSigningKey | None  # signs every _metadata it writes
     retained: list[CompletedCheckpoint] = field(default_factory=list)
     history_size: int = 10  # most recent checkpoints whose statistics are kept
     history: deque[CheckpointStats] = field(init=False)
@@ -134,7 +136,7 @@ class CheckpointCoordinator:
             relative = body.map_files(relative_path)
             try:
                 before_write(checkpoint_id)
-                chk.write_bytes("_metadata", metadata.encode(relative))
+                chk.write_bytes("_metadata", metadata.encode(relative, self.signing_key))
             except BaseException:
                 chk.remove("")
                 raise
@@ -245,11 +247,15 @@ def _outside(reference: str) -> str | None:
     return None
 
 
-def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
-    """Read a checkpoint from a ``chk-<n>`` directory or its ``_metadata``.
+def load_checkpoint(
+    path: str, signing_key: CheckpointSigningKey | None
+) -> tuple[CompletedCheckpoint, list[str]]:
+    """Read a checkpoint from a ``chk-<n>`` directory or its ``_metadata``, signed with
+    ``signing_key`` when there is one.
 
     A damaged ``_metadata`` makes the previous retained checkpoint of the same job the one
-    to restore; the second value lists what was skipped and why.
+    to restore; the second value lists what was skipped and why. One that fails the
+    signature check is refused instead: an older checkpoint is no safer than its writer.
     """
     path = path.rstrip("/")
     chk_dir = path[: -len("/_metadata")] if path.endswith("/_metadata") else path
@@ -268,11 +274,13 @@ def load_checkpoint(path: str) -> tuple[CompletedCheckpoint, list[str]]:
     for checkpoint_id in [c for c in candidates if c <= requested]:
         meta_url = job_root.url_of(f"chk-{checkpoint_id}/_metadata")
         try:
-            body = metadata.decode(read_url(meta_url), meta_url)
+            body = metadata.decode(read_url(meta_url), meta_url, signing_key)
             absolute = with_absolute_files(body, job_root.url_of(""), meta_url)
         except FileNotFoundError:
             skipped.append(f"{meta_url} is missing")
             continue
+        except metadata.CheckpointSignatureError:
+            raise
         except metadata.CheckpointFormatError as exc:
             skipped.append(str(exc))
             continue

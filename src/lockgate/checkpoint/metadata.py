@@ -9,6 +9,11 @@ The body is a ``CheckpointMetadata`` (Flink's name): one ``OperatorState`` per o
 uid, never per chain (chaining is a physical decision that may change between a checkpoint
 and its restore), with one ``OperatorSubtaskState`` per parallel subtask. Every field is
 checked when the file is read, so a body that lacks one fails naming the file and field.
+
+A job with a signing key (``signing_key``) also signs the file: the envelope's ``signature``
+holds the key's id and an HMAC-SHA256 of the format, version and body, and the body gives
+every state file's digest. A reader with the key refuses a file that is unsigned, signed with
+another key or altered, before it reads the body.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
+from lockgate.checkpoint.signing_key import CheckpointSigningKey
 from lockgate.common.records import MAP_KEY, Record, RecordFormatError
 from lockgate.state import manifests
 from lockgate.state.manifests import KeyedStateManifest
@@ -37,6 +43,11 @@ _WITHOUT_MANAGED_STATE = 3
 
 class CheckpointFormatError(ValueError):
     """A ``_metadata`` file that cannot be used: missing, damaged, foreign or too new."""
+
+
+class CheckpointSignatureError(CheckpointFormatError):
+    """A ``_metadata`` file that fails the signing key's check: unsigned, signed with another
+    key, or altered. Never a reason to fall back to an older checkpoint: someone wrote it."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,15 @@ class CheckpointMetadata(Record):
                 if subtask.managed:
                     yield subtask.managed.file
 
+    def undigested_files(self) -> Iterator[str]:
+        """The state files named without a digest (none, in a signed checkpoint)."""
+        for operator in self.operators.values():
+            for subtask in operator.subtasks:
+                if subtask.keyed:
+                    yield from subtask.keyed.undigested()
+                if subtask.managed and subtask.managed.sha256 is None:
+                    yield subtask.managed.file
+
     def map_files(self, mapping: Callable[[str], str]) -> CheckpointMetadata:
         """A copy with every state file path passed through ``mapping``."""
         operators = {
@@ -106,18 +126,31 @@ def _canonical(body: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def encode(checkpoint: CheckpointMetadata) -> bytes:
+def _signed_part(version: int, body: dict[str, Any]) -> bytes:
+    return _canonical({"format": FORMAT, "version": version, "body": body})
+
+
+def encode(checkpoint: CheckpointMetadata, signing_key: CheckpointSigningKey | None) -> bytes:
+    """The ``_metadata`` file of ``checkpoint``, signed with ``signing_key`` (when the job
+    has one, every state file it names carries a digest)."""
     body = checkpoint.to_json()
-    envelope = {
+    envelope: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "sha256": hashlib.sha256(_canonical(body)).hexdigest(),
         "body": body,
     }
+    if signing_key is not None:
+        envelope["signature"] = {
+            "key": signing_key.key_id,
+            "hmac_sha256": signing_key.sign(_signed_part(VERSION, body)),
+        }
     return json.dumps(envelope, sort_keys=True, separators=(",", ":")).encode()
 
 
-def decode(data: bytes, path: str) -> CheckpointMetadata:
+def decode(data: bytes, path: str, signing_key: CheckpointSigningKey | None) -> CheckpointMetadata:
+    """The checkpoint in ``_metadata`` file ``path``; with ``signing_key``, only when that
+    key signed it and every state file it names has a digest."""
     try:
         envelope = json.loads(data)
     except (UnicodeDecodeError, ValueError):
@@ -142,14 +175,55 @@ def decode(data: bytes, path: str) -> CheckpointMetadata:
         raise CheckpointFormatError(
             f"checkpoint metadata {path} fails its checksum: the file was altered or damaged"
         )
+    if signing_key is not None:
+        _check_signature(envelope, version, body, path, signing_key)
     if version == _WITHOUT_WATERMARKS:
         body = _with_subtask_default(body, "watermark", None)
     if version in (_WITHOUT_WATERMARKS, _WITHOUT_MANAGED_STATE):
         body = _with_subtask_default(body, "managed", None)
     try:
-        return CheckpointMetadata.from_json(body, f"checkpoint metadata {path}")
+        checkpoint = CheckpointMetadata.from_json(body, f"checkpoint metadata {path}")
     except RecordFormatError as exc:
         raise CheckpointFormatError(str(exc)) from None
+    if signing_key is not None:
+        undigested = next(checkpoint.undigested_files(), None)
+        if undigested is not None:
+            raise CheckpointSignatureError(
+                f"checkpoint metadata {path} is signed but names the state file {undigested} "
+                "without its digest, so its bytes cannot be checked"
+            )
+    return checkpoint
+
+
+def _check_signature(
+    envelope: dict[str, Any],
+    version: int,
+    body: dict[str, Any],
+    path: str,
+    signing_key: CheckpointSigningKey,
+) -> None:
+    signature = envelope.get("signature")
+    checked = (
+        f"the signing key in {signing_key.path} (lockgate.security.checkpoint-signing-key-file)"
+    )
+    if signature is None:
+        raise CheckpointSignatureError(
+            f"checkpoint metadata {path} is not signed, and {checked} is required: restore "
+            "only checkpoints and savepoints written by a job with that key"
+        )
+    key_id = signature.get("key") if isinstance(signature, dict) else None
+    mac = signature.get("hmac_sha256") if isinstance(signature, dict) else None
+    if not isinstance(key_id, str) or not isinstance(mac, str):
+        raise CheckpointSignatureError(f"checkpoint metadata {path} has a damaged signature")
+    if key_id != signing_key.key_id:
+        raise CheckpointSignatureError(
+            f"checkpoint metadata {path} is signed with another key (id {key_id}) than "
+            f"{checked} (id {signing_key.key_id})"
+        )
+    if not signing_key.verifies(_signed_part(version, body), mac):
+        raise CheckpointSignatureError(
+            f"checkpoint metadata {path} fails its signature: it was altered after it was signed"
+        )
 
 
 def _with_subtask_default(body: dict[str, Any], name: str, value: Any) -> dict[str, Any]:

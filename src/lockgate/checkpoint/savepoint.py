@@ -22,6 +22,7 @@ from lockgate.checkpoint.coordinator import (
     with_absolute_files,
 )
 from lockgate.checkpoint.metadata import CheckpointFormatError, CheckpointMetadata
+from lockgate.checkpoint.signing_key import CheckpointSigningKey
 from lockgate.common.config_options import SAVEPOINT_DIR
 from lockgate.core.fs.storage import Storage, read_url
 
@@ -38,15 +39,17 @@ def new_savepoint_directory(target: str, job_id: str) -> Storage:
     raise OSError(f"no unused savepoint directory name under {target} after 10 tries")
 
 
-def complete_savepoint(directory: Storage, body: CheckpointMetadata) -> str:
-    """Write ``_metadata`` (last, atomically) after removing the files of attempts that lost;
-    returns the savepoint's URL."""
+def complete_savepoint(
+    directory: Storage, body: CheckpointMetadata, signing_key: CheckpointSigningKey | None
+) -> str:
+    """Write ``_metadata`` (last, atomically, signed with ``signing_key`` when there is one)
+    after removing the files of attempts that lost; returns the savepoint's URL."""
     keep = set(body.files())
     for relative in _files(directory):
         if relative not in keep:
             directory.remove(relative)
             directory.prune(relative.rpartition("/")[0])
-    directory.write_bytes(METADATA, metadata.encode(body))
+    directory.write_bytes(METADATA, metadata.encode(body, signing_key))
     return directory.url
 
 
@@ -65,15 +68,18 @@ def is_checkpoint_path(path: str) -> bool:
     return checkpoint_number(name) is not None
 
 
-def load_snapshot(path: str) -> tuple[CompletedCheckpoint, list[str]]:
-    """A retained checkpoint (``chk-<n>``) or a savepoint, by its directory or ``_metadata``;
-    the second value lists checkpoints skipped as damaged (a savepoint has no fallback)."""
+def load_snapshot(
+    path: str, signing_key: CheckpointSigningKey | None
+) -> tuple[CompletedCheckpoint, list[str]]:
+    """A retained checkpoint (``chk-<n>``) or a savepoint, by its directory or ``_metadata``,
+    signed with ``signing_key`` when there is one; the second value lists checkpoints
+    skipped as damaged (a savepoint has no fallback)."""
     if is_checkpoint_path(path):
-        return load_checkpoint(path)
-    return load_savepoint(path), []
+        return load_checkpoint(path, signing_key)
+    return load_savepoint(path, signing_key), []
 
 
-def load_savepoint(path: str) -> CompletedCheckpoint:
+def load_savepoint(path: str, signing_key: CheckpointSigningKey | None) -> CompletedCheckpoint:
     directory_url = path.rstrip("/").removesuffix("/_metadata")
     directory = Storage(directory_url)
     meta_url = directory.url_of(METADATA)
@@ -86,7 +92,7 @@ def load_savepoint(path: str) -> CompletedCheckpoint:
             f"state recovery path {path} is not a savepoint or a chk-<n> checkpoint: "
             f"{meta_url} is missing"
         ) from None
-    body = metadata.decode(data, meta_url)
+    body = metadata.decode(data, meta_url, signing_key)
     absolute = with_absolute_files(body, directory.url_of(""), meta_url)
     for url in absolute.files():
         if not Storage(url.rpartition("/")[0]).exists(url.rpartition("/")[2]):

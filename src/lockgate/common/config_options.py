@@ -325,6 +325,16 @@ WORK_DIR = ConfigOption(
     "Where epoch plans, acknowledgements and per-epoch state versions live while a job runs "
     "(default: a directory under the system temp dir, which suits local Spark).",
 )
+CHECKPOINT_SIGNING_KEY_FILE = ConfigOption(
+    "lockgate.security.checkpoint-signing-key-file",
+    "",
+    _non_empty,
+    "the path of a file of 32 to 4096 bytes that only the job's user can read (mode 600)",
+    "Sign every checkpoint and savepoint the job writes with the key in this file (an "
+    "HMAC-SHA256 of _metadata, which gives the SHA-256 digest of every state file), and "
+    "restore only checkpoints and savepoints signed with it, checking each file before it is "
+    "read. Beyond Flink; see docs/concepts/trust-boundaries.md.",
+)
 PROGRESS = ConfigOption(
     "lockgate.progress",
     False,
@@ -633,6 +643,7 @@ LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
         EPOCH_TARGET_DURATION,
         EPOCH_HISTORY,
         WORK_DIR,
+        CHECKPOINT_SIGNING_KEY_FILE,
         PROGRESS,
         CONTINUOUS_IDLE_POLL,
         SHUFFLE_BATCH_MAX_RECORDS,

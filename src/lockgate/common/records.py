@@ -29,7 +29,11 @@ The class keywords:
   that name, checked when read, and picks the class where a field's type is a union of such
   records.
 - ``array=True``: written as a JSON array of its fields in order (``[file, offset, length,
-  crc]``), for small records that a file holds many of.
+  crc]``), for small records that a file holds many of. Trailing fields that hold their
+  default are left out.
+
+A field with a default may be absent when read (the record was written before the field
+existed): it takes its default.
 
 Field types: ``int`` (not bool), ``float`` (an int is read as a float), ``str``, ``bool``,
 ``Any`` (any JSON, as it is), records, ``X | None``, unions of tagged records,
@@ -507,6 +511,16 @@ class _Field(NamedTuple):
     name: str
     encode: Callable[[Any], Any]
     decode: Decode
+    default: Callable[[], Any] | None  # the value of the field when absent (None: required)
+
+
+def _default(field: dataclasses.Field[Any]) -> Callable[[], Any] | None:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+        return lambda: value
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory
+    return None
 
 
 _RECORD_CODECS: dict[type, _RecordCodec] = {}
@@ -517,6 +531,10 @@ def _record_codec(cls: type) -> _RecordCodec:
     if codec is None:
         codec = _RECORD_CODECS[cls] = _RecordCodec(cls)
     return codec
+
+
+def _holds_default(field: _Field, value: Any) -> bool:
+    return field.default is not None and bool(value == field.default())
 
 
 class _RecordCodec:
@@ -557,7 +575,7 @@ class _RecordCodec:
         if self._fields is None:
             hints = self._hints()
             self._fields = [
-                _Field(f.name, codec.encode, codec.decode)
+                _Field(f.name, codec.encode, codec.decode, _default(f))
                 for f in dataclasses.fields(self.cls)
                 if f.name != self.key_field
                 for codec in [_compile(hints[f.name], f"field '{f.name}' of {self.name}")]
@@ -570,7 +588,11 @@ class _RecordCodec:
 
     def encode(self, record: Any) -> Any:
         if self.array:
-            return [f.encode(getattr(record, f.name)) for f in self.fields]
+            fields = self.fields
+            end = len(fields)
+            while end and _holds_default(fields[end - 1], getattr(record, fields[end - 1].name)):
+                end -= 1
+            return [f.encode(getattr(record, f.name)) for f in fields[:end]]
         out: dict[str, Any] = {}
         if self.format is not None:
             out["format"] = self.format
@@ -585,9 +607,13 @@ class _RecordCodec:
         loc = _loc(where, path)
         fields = self.fields
         if self.array:
-            if type(raw) is not list or len(raw) != len(fields):
+            if (
+                type(raw) is not list
+                or len(raw) > len(fields)
+                or any(f.default is None for f in fields[len(raw) :])
+            ):
                 raise RecordFormatError(f"{loc} is {_found(raw)}, not {self.as_value().expected}")
-            values = dict(zip((f.name for f in fields), raw, strict=True))
+            values = dict(zip((f.name for f in fields), raw, strict=False))
         else:
             values = self._open(raw, loc)
         decoded = {}
@@ -595,7 +621,10 @@ class _RecordCodec:
             try:
                 value = values[f.name]
             except KeyError:
-                raise RecordFormatError(f"{loc} lacks the field '{f.name}'") from None
+                if f.default is None:
+                    raise RecordFormatError(f"{loc} lacks the field '{f.name}'") from None
+                decoded[f.name] = f.default()
+                continue
             try:
                 decoded[f.name] = f.decode(value, where, _child(path, f.name))
             except _Mismatch as mismatch:

@@ -2,7 +2,7 @@
 whichever backend wrote them, so a savepoint taken on the heap backend restores into RocksDB
 and back, at any parallelism.
 
-A canonical file is a key-groups file (``snapshot.frame``, magic ``LGCS``): one checksummed
+A canonical file is a key-groups file (``snapshot.frame_chunks``, magic ``LGCS``): one checksummed
 blob per key group. A blob names its states and then lists entries::
 
     blob   := u16 state count | (u16 len, name, u16 len, kind) per state | entry*

@@ -506,7 +506,13 @@ class HeapKeyedStateBackend:
         return sum(len(group) for groups in self._tables.values() for group in groups.values())
 
     def snapshot(
-        self, subtask: KeyedSubtask, storage: Storage, tag: str, checkpoint: bool
+        self,
+        subtask: KeyedSubtask,
+        storage: Storage,
+        tag: str,
+        checkpoint: bool,
+        *,
+        digests: bool = False,
     ) -> KeyedStateSnapshot:
         """Write the key groups that changed since the last snapshot into one file
         (``state.snapshot`` format) under ``storage``, named by ``tag``; a restore reads the
@@ -516,7 +522,7 @@ class HeapKeyedStateBackend:
         written = 0
         if changed:
             data, positions = snapshot.encode(
-                self.kinds, {kg: self.group_contents(kg) for kg in changed}
+                self.kinds, {kg: self.group_contents(kg) for kg in changed}, digests
             )
             relative = f"{subtask.uid}/{subtask.index}/{tag}.lgks"
             storage.write_bytes(relative, data)

@@ -89,10 +89,17 @@ class KeyedStateBackend(Protocol):
     def num_entries(self) -> int: ...
 
     def snapshot(
-        self, subtask: KeyedSubtask, storage: Storage, tag: str, checkpoint: bool
+        self,
+        subtask: KeyedSubtask,
+        storage: Storage,
+        tag: str,
+        checkpoint: bool,
+        *,
+        digests: bool = False,
     ) -> KeyedStateSnapshot:
         """Persist what changed since the last snapshot under ``storage``; ``tag`` names this
-        attempt's files, ``checkpoint`` says whether the epoch ends with a checkpoint."""
+        attempt's files, ``checkpoint`` says whether the epoch ends with a checkpoint,
+        ``digests`` whether handles carry digests (the job signs its checkpoints)."""
         ...
 
     def dispose(self) -> None:

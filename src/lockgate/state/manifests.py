@@ -15,7 +15,7 @@ files uploaded before), which replaces the manifest.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Self
 
 from lockgate.common.records import Record, RecordFormatError
@@ -42,16 +42,17 @@ class KeyGroupsManifest(Record, tag="backend"):
         for handle in self.groups.values():
             yield handle.file, handle.length
 
+    def undigested(self) -> Iterator[str]:
+        """Files of blobs named without a digest (``state_digest``)."""
+        return (h.file for h in self.groups.values() if h.sha256 is None)
+
     def is_empty(self) -> bool:
         return not self.groups
 
     def map_urls(self, mapping: Callable[[str], str]) -> Self:
         return type(self)(
             self.kinds,
-            {
-                kg: GroupHandle(mapping(h.file), h.offset, h.length, h.crc)
-                for kg, h in self.groups.items()
-            },
+            {kg: replace(h, file=mapping(h.file)) for kg, h in self.groups.items()},
         )
 
     def within(self, key_groups: KeyGroupRange) -> Self:
@@ -97,10 +98,12 @@ class CanonicalManifest(KeyGroupsManifest):
 
 @dataclass(frozen=True)
 class FileHandle(Record, array=True):
-    """A RocksDB file in checkpoint storage (JSON: ``[url, size]``)."""
+    """A RocksDB file in checkpoint storage (JSON: ``[url, size]``, and the file's SHA-256
+    digest after them when the job signs its checkpoints)."""
 
     url: str
     size: int
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,9 @@ class RocksDBManifest(Record, tag="backend"):
         for handle in self.files.values():
             yield handle.url, handle.size
 
+    def undigested(self) -> Iterator[str]:
+        return (h.url for h in self.files.values() if h.sha256 is None)
+
     def is_empty(self) -> bool:
         return not self.files
 
@@ -127,7 +133,7 @@ class RocksDBManifest(Record, tag="backend"):
         return RocksDBManifest({**self.kinds, **changes.kinds}, changes.files, changes.snapshot)
 
     def map_urls(self, mapping: Callable[[str], str]) -> RocksDBManifest:
-        files = {name: FileHandle(mapping(h.url), h.size) for name, h in self.files.items()}
+        files = {name: replace(h, url=mapping(h.url)) for name, h in self.files.items()}
         return RocksDBManifest(self.kinds, files, self.snapshot)
 
 
@@ -155,6 +161,10 @@ class RocksDBRescaleManifest(Record, tag="backend"):
     def handles(self) -> Iterator[tuple[str, int]]:
         for part in self.parts:
             yield from part.manifest.handles()
+
+    def undigested(self) -> Iterator[str]:
+        for part in self.parts:
+            yield from part.manifest.undigested()
 
     def is_empty(self) -> bool:
         return all(part.manifest.is_empty() for part in self.parts)

@@ -5,7 +5,6 @@ written into one file per epoch (``operator_state_handle``)."""
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -189,10 +188,13 @@ class OperatorStateBackend:
             raise ValueError(f"{self.where}: state {name!r}: {NO_TTL}")
         return name
 
-    def snapshot(self, storage: Storage, relative: str, reuse: bool) -> OperatorStateHandle | None:
+    def snapshot(
+        self, storage: Storage, relative: str, reuse: bool, *, digests: bool = False
+    ) -> OperatorStateHandle | None:
         """Write every state to ``relative`` under ``storage`` and return its handle (by
-        URL); None when there is no state. ``reuse``: when nothing changed since the last
-        snapshot, name that one's file again instead."""
+        URL, with the file's digest when ``digests``); None when there is no state.
+        ``reuse``: when nothing changed since the last snapshot, name that one's file again
+        instead."""
         if not self.lists and not self.broadcasts:
             return None
         states: dict[str, tuple[str, list[Any]]] = {
@@ -205,7 +207,7 @@ class OperatorStateBackend:
         if reuse and self.last is not None and self.last[0] == digest:
             return self.last[1]
         storage.write_bytes(relative, data)
-        handle = OperatorStateHandle(storage.url_of(relative), len(data), zlib.crc32(data), metas)
+        handle = OperatorStateHandle.of(storage.url_of(relative), data, metas, digests)
         if reuse:
             self.last = (digest, handle)
         return handle

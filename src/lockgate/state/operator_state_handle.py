@@ -8,7 +8,8 @@ into one file per epoch::
     state := u16 name length | name | u8 mode | u32 element count
     element := u32 length | pickled element      (states in header order)
 
-The handle names the file, its size and CRC-32, and per state its mode and element count:
+The handle names the file, its size and CRC-32 (and its SHA-256 digest when the job signs
+its checkpoints: ``state_digest``), and per state its mode and element count:
 enough for the driver to redistribute the elements on a rescale without reading a file
 (``operator_state_repartitioner``); a subtask then reads the element ranges it was given
 (``OperatorStatePart``).
@@ -19,12 +20,13 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Annotated, Any
 
 from lockgate.common.records import Minimum, Record, RecordFormatError
 from lockgate.core.fs.storage import read_url
+from lockgate.state import state_digest
 
 MAGIC = b"LGOS"
 SPLIT_DISTRIBUTE = "split"  # get_list_state: the elements are spread over the subtasks
@@ -60,9 +62,18 @@ class OperatorStateHandle(Record):
     size: int
     crc: int
     states: dict[str, StateMeta]  # by state name, sorted
+    sha256: str | None = None
+
+    @staticmethod
+    def of(
+        url: str, data: bytes, states: dict[str, StateMeta], digests: bool
+    ) -> OperatorStateHandle:
+        """The handle of ``data``, written to ``url``; with its digest when ``digests``."""
+        sha256 = state_digest.digest(data) if digests else None
+        return OperatorStateHandle(url, len(data), zlib.crc32(data), states, sha256)
 
     def map_url(self, mapping: Callable[[str], str]) -> OperatorStateHandle:
-        return OperatorStateHandle(mapping(self.file), self.size, self.crc, self.states)
+        return replace(self, file=mapping(self.file))
 
 
 @dataclass(frozen=True)
@@ -137,6 +148,7 @@ def read_pickled_part(part: OperatorStatePart) -> Iterator[tuple[str, str, list[
             f"operator state file {handle.file} is damaged: {len(data)} bytes with CRC "
             f"{zlib.crc32(data)}, expected {handle.size} bytes with CRC {handle.crc}"
         )
+    state_digest.check(data, handle.sha256, f"operator state file {handle.file}")
     if data[:4] != MAGIC:
         raise OperatorStateFormatError(f"{handle.file} is not an operator state file")
     (count,) = _COUNT.unpack_from(data, 4)

@@ -37,6 +37,7 @@ import rocksdict
 from lockgate.common.clock import processing_time_ms
 from lockgate.common.records import Record
 from lockgate.core.fs.storage import Storage
+from lockgate.state import state_digest
 from lockgate.state.canonical_snapshot import (
     GroupWriter,
     decode_sub,
@@ -442,7 +443,7 @@ class RocksDBKeyedStateBackend:
         self.cached_states: list[_CachedState | RocksDBTimerQueue] = []
         # Names uploads of this instance's files apart from those of other instances
         self.instance_id = os.path.basename(path)
-        self.uploaded: dict[str, str] = {}  # SST file name -> URL in checkpoint storage
+        self.uploaded: dict[str, FileHandle] = {}  # SST file name -> its copy in storage
         self.ttl_clock: Callable[[], int] = ttl_clock or processing_time_ms
         self._ttl_states: dict[int, TtlState] = {}  # state id -> TTL state
         self._ttl_cursor = b""  # where the next TTL cleanup scan starts
@@ -569,7 +570,13 @@ class RocksDBKeyedStateBackend:
         return sorted(os.listdir(directory))
 
     def snapshot(
-        self, subtask: KeyedSubtask, storage: Storage, tag: str, checkpoint: bool
+        self,
+        subtask: KeyedSubtask,
+        storage: Storage,
+        tag: str,
+        checkpoint: bool,
+        *,
+        digests: bool = False,
     ) -> KeyedStateSnapshot:
         """Checkpoint the instance on local disk (``snap-<tag>`` next to it, SSTs
         hard-linked) and upload the files that storage does not hold yet; a restore builds a
@@ -582,7 +589,7 @@ class RocksDBKeyedStateBackend:
         # (The WAL is off and the memtable was flushed: the log is empty.) SST names are
         # never reused, so a file compaction removed is gone for good: forget its upload.
         present = set(names)
-        self.uploaded = {n: u for n, u in self.uploaded.items() if n in present}
+        self.uploaded = {n: h for n, h in self.uploaded.items() if n in present}
         # A full (non-incremental) checkpoint holds its own copy of every file.
         fresh = checkpoint and not self.incremental
         files: dict[str, FileHandle] = {}
@@ -590,20 +597,21 @@ class RocksDBKeyedStateBackend:
         prefix = f"{subtask.uid}/{subtask.index}"
         for name in names:
             local_path = f"{snap_dir}/{name}"
-            size = os.path.getsize(local_path)
-            url = None if fresh else self.uploaded.get(name)
-            if url is None:
+            handle = None if fresh else self.uploaded.get(name)
+            if handle is None or (digests and handle.sha256 is None):
                 if name.endswith(".sst"):
                     suffix = f"-{tag}" if fresh else ""
                     relative = f"{prefix}/{self.instance_id}-{name}{suffix}"
                 else:
                     relative = f"{prefix}/{tag}/{name}"
+                size = os.path.getsize(local_path)
+                sha256 = state_digest.file_digest(local_path) if digests else None
                 storage.put_file(local_path, relative)
-                url = storage.url_of(relative)
+                handle = FileHandle(storage.url_of(relative), size, sha256)
                 written += size
                 if name.endswith(".sst"):
-                    self.uploaded[name] = url
-            files[name] = FileHandle(url, size)
+                    self.uploaded[name] = handle
+            files[name] = handle
         with open(f"{snap_dir}/{UPLOADED_INDEX}", "w") as index_file:
             json.dump({name: handle.url for name, handle in files.items()}, index_file)
         _drop_old_snapshots(subtask_dir, keep=snap_dir)

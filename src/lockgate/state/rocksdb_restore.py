@@ -18,10 +18,12 @@ from lockgate.common.config_options import ROCKSDB_LOCAL_DIR
 from lockgate.core.fs.directory_lease import DirectoryLease, lease_job_directory
 from lockgate.core.fs.private_directory import private_directory
 from lockgate.core.fs.storage import download_url
+from lockgate.state import state_digest
 from lockgate.state.backend_settings import KeyedStateSettings
 from lockgate.state.keyed_subtask import KeyedSubtask
 from lockgate.state.manifests import (
     CanonicalManifest,
+    FileHandle,
     KeyedStateManifest,
     RocksDBManifest,
     RocksDBRescaleManifest,
@@ -55,7 +57,7 @@ class RocksDBRestoreOperation:
     ) -> RocksDBKeyedStateBackend:
         subtask_dir = self._subtask_dir(subtask)
         path = f"{subtask_dir}/db-{uuid.uuid4().hex[:12]}"
-        uploaded: dict[str, str] = {}
+        uploaded: dict[str, FileHandle] = {}
         try:
             if isinstance(manifest, RocksDBRescaleManifest):
                 backend = self._rescale(subtask, manifest, subtask_dir, path)
@@ -131,11 +133,13 @@ def _disposed_on_failure(backend: RocksDBKeyedStateBackend) -> Iterator[None]:
         raise
 
 
-def _fetch_files(manifest: RocksDBManifest, subtask_dir: str, path: str) -> dict[str, str]:
+def _fetch_files(manifest: RocksDBManifest, subtask_dir: str, path: str) -> dict[str, FileHandle]:
     """Put the manifest's files into the new instance directory ``path``: from a local
-    snapshot of this executor when it has them, else from checkpoint storage. SST files are
-    hard-linked where they can be (RocksDB never changes them); the others are copied, as
-    RocksDB rewrites some of them on open. Returns SST name -> URL."""
+    snapshot of this executor when it has them (private to the user, as is the instance),
+    else from checkpoint storage. SST files are hard-linked where they can be (RocksDB never
+    changes them); the others are copied, as RocksDB rewrites some of them on open. A file
+    with a digest (a signed checkpoint's) is copied, so that the bytes checked are the
+    instance's own, then checked. Returns SST name -> handle."""
     try:
         os.makedirs(path)
     except OSError as exc:
@@ -150,9 +154,13 @@ def _fetch_files(manifest: RocksDBManifest, subtask_dir: str, path: str) -> dict
         source = local.get(handle.url)
         if source is None:
             try:
-                download_url(handle.url, target, link=immutable)
+                download_url(handle.url, target, link=immutable and handle.sha256 is None)
             except FileNotFoundError:
                 raise StateBackendError(f"state file {handle.url} is missing") from None
+            try:
+                state_digest.check_file(target, handle.sha256, f"state file {handle.url}")
+            except state_digest.StateDigestError as exc:
+                raise StateBackendError(str(exc)) from None
         elif immutable:
             os.link(source, target)
         else:
@@ -163,7 +171,7 @@ def _fetch_files(manifest: RocksDBManifest, subtask_dir: str, path: str) -> dict
                 f"says {handle.size}"
             )
         if immutable:
-            uploaded[name] = handle.url
+            uploaded[name] = handle
     return uploaded
 
 

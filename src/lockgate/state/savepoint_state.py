@@ -37,12 +37,16 @@ def restore_canonical(backend: KeyedStateBackend, manifest: CanonicalManifest) -
 
 
 def write_savepoint_state(
-    backend: KeyedStateBackend, subtask: KeyedSubtask, storage: Storage, relative: str
+    backend: KeyedStateBackend,
+    subtask: KeyedSubtask,
+    storage: Storage,
+    relative: str,
+    digests: bool,
 ) -> CanonicalManifest:
     """Write every key group of ``backend`` to ``relative`` under ``storage`` (a savepoint's
     directory) and return the manifest, with ``relative`` as the file's name."""
     blobs = export_groups(backend, backend.key_groups, subtask)
-    return write_canonical_file(storage, relative, backend.kinds, blobs)
+    return write_canonical_file(storage, relative, backend.kinds, blobs, digests)
 
 
 def export_groups(
@@ -66,19 +70,22 @@ def write_canonical_file(
     relative: str,
     kinds: Mapping[str, str],
     blobs: Iterable[tuple[int, bytes]],
+    digests: bool,
 ) -> CanonicalManifest:
     """Write canonical key-group ``blobs`` (in key-group order, made as the file is
     written) as a new file ``relative`` under ``storage`` (a name only this task attempt
     writes: an existing file is an error, never replaced); its manifest, naming the file
-    by ``relative``. No blobs: no file."""
+    by ``relative``, with the blobs' digests when ``digests``. No blobs: no file."""
     blobs = iter(blobs)
     first = next(blobs, None)
     if first is None:
         return CanonicalManifest(dict(kinds), {})
-    index: dict[int, tuple[int, int, int]] = {}
+    index: dict[int, snapshot.Position] = {}
     storage.create(
         relative,
-        snapshot.frame_chunks(canonical_snapshot.MAGIC, dict(kinds), chain([first], blobs), index),
+        snapshot.frame_chunks(
+            canonical_snapshot.MAGIC, dict(kinds), chain([first], blobs), index, digests
+        ),
     )
     return CanonicalManifest(
         dict(kinds),

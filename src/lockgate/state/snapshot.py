@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.common.records import Record
+from lockgate.state import state_digest
 
 MAGIC = b"LGKS"
 FORMAT_VERSION = 1
@@ -30,31 +31,30 @@ class SnapshotFormatError(ValueError):
 @dataclass(frozen=True)
 class GroupHandle(Record, array=True):
     """Where one key group's blob lives: a file (relative to the state root) and a range.
-    JSON: ``[file, offset, length, crc]``."""
+    JSON: ``[file, offset, length, crc]``, and the blob's SHA-256 digest after them when the
+    job signs its checkpoints (``state_digest``)."""
 
     file: str
     offset: int
     length: int
     crc: int
+    sha256: str | None = None
+
+
+# Where ``frame_chunks`` put a blob: (offset, length, crc, digest or None)
+Position = tuple[int, int, int, str | None]
 
 
 def encode(
-    kinds: dict[str, str], groups: dict[int, dict[str, dict[Any, Any]]]
-) -> tuple[bytes, dict[int, tuple[int, int, int]]]:
-    """Serialize key groups; returns the file bytes and, per key group, (offset, length, crc)."""
+    kinds: dict[str, str], groups: dict[int, dict[str, dict[Any, Any]]], digests: bool
+) -> tuple[bytes, dict[int, Position]]:
+    """Serialize key groups; returns the file bytes and each key group's ``Position``."""
     blobs = {
         key_group: pickle.dumps(contents, protocol=pickle.HIGHEST_PROTOCOL)
         for key_group, contents in groups.items()
     }
-    return frame(MAGIC, kinds, blobs)
-
-
-def frame(
-    magic: bytes, kinds: dict[str, str], blobs: dict[int, bytes]
-) -> tuple[bytes, dict[int, tuple[int, int, int]]]:
-    """A key-groups file's bytes and each blob's (offset, length, crc) (``frame_chunks``)."""
-    index: dict[int, tuple[int, int, int]] = {}
-    data = b"".join(frame_chunks(magic, kinds, sorted(blobs.items()), index))
+    index: dict[int, Position] = {}
+    data = b"".join(frame_chunks(MAGIC, kinds, sorted(blobs.items()), index, digests))
     return data, index
 
 
@@ -62,17 +62,19 @@ def frame_chunks(
     magic: bytes,
     kinds: dict[str, str],
     blobs: Iterable[tuple[int, bytes]],
-    index: dict[int, tuple[int, int, int]],
+    index: dict[int, Position],
+    digests: bool,
 ) -> Iterator[bytes]:
     """A key-groups file, chunk by chunk as it is written, so that it is never whole in
     memory: magic, version, a JSON header naming the states' kinds, then one blob per key
-    group of ``blobs`` (in key-group order); fills ``index`` with each blob's (offset,
-    length, crc)."""
+    group of ``blobs`` (in key-group order); fills ``index`` with each blob's ``Position``,
+    with its digest when ``digests`` (the job signs its checkpoints)."""
     header = json.dumps({"version": FORMAT_VERSION, "kinds": kinds}).encode()
     yield _PREFIX.pack(magic, FORMAT_VERSION, len(header)) + header
     offset = _PREFIX.size + len(header)
     for key_group, blob in blobs:
-        index[key_group] = (offset, len(blob), zlib.crc32(blob))
+        sha256 = state_digest.digest(blob) if digests else None
+        index[key_group] = (offset, len(blob), zlib.crc32(blob), sha256)
         offset += len(blob)
         yield blob
 
@@ -107,8 +109,8 @@ def check_prefix(data: bytes, path: str, magic: bytes = MAGIC) -> int:
 
 
 def group_blob(data: bytes, handle: GroupHandle, key_group: int, path: str, base: int = 0) -> bytes:
-    """The blob of one key group, checked against its checksum; ``data`` holds the file's
-    bytes from offset ``base`` on."""
+    """The blob of one key group, checked against its checksum and digest; ``data`` holds
+    the file's bytes from offset ``base`` on."""
     start = handle.offset - base
     blob = data[start : start + handle.length]
     if len(blob) != handle.length or zlib.crc32(blob) != handle.crc:
@@ -116,6 +118,7 @@ def group_blob(data: bytes, handle: GroupHandle, key_group: int, path: str, base
             f"state file {path}: key group {key_group} fails its checksum "
             f"(offset {handle.offset}, length {handle.length})"
         )
+    state_digest.check(blob, handle.sha256, f"state file {path}: key group {key_group}")
     return blob
 
 

@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 from lockgate.checkpoint.metadata import CheckpointMetadata, OperatorState
 from lockgate.checkpoint.operator_state_repartitioner import state_modes
 from lockgate.checkpoint.savepoint import load_snapshot
+from lockgate.checkpoint.signing_key import CheckpointSigningKey, SigningKeyError
 from lockgate.state import manifests
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
 from lockgate.state.key_groups import KeyGroupRange
@@ -129,6 +130,16 @@ def operator_state_tasks(
     return tasks[:1] if mode == BROADCAST else tasks
 
 
+def signing_key(path: str | None) -> CheckpointSigningKey | None:
+    """The signing key in the file ``path`` (None: none)."""
+    if path is None:
+        return None
+    try:
+        return CheckpointSigningKey.load(str(path))
+    except SigningKeyError as exc:
+        raise StateProcessorError(str(exc)) from None
+
+
 class SavepointReader:
     """The state of a savepoint or a retained checkpoint (``chk-<n>``), of either backend."""
 
@@ -138,10 +149,14 @@ class SavepointReader:
         self.path = path
 
     @staticmethod
-    def read(spark: SparkSession, path: str) -> SavepointReader:
+    def read(
+        spark: SparkSession, path: str, signing_key_file: str | None = None
+    ) -> SavepointReader:
         """A savepoint directory (or its ``_metadata``) or a ``chk-<n>`` directory; only its
-        ``_metadata`` is read here."""
-        completed, skipped = load_snapshot(str(path))
+        ``_metadata`` is read here. With ``signing_key_file`` (what the job that wrote it had
+        as ``lockgate.security.checkpoint-signing-key-file``), only when signed with that
+        key; every state file is then checked before it is read."""
+        completed, skipped = load_snapshot(str(path), signing_key(signing_key_file))
         if skipped:
             raise StateProcessorError(
                 f"checkpoint {path} cannot be read: {'; '.join(skipped)} (an older retained "

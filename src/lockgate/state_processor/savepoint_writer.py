@@ -32,6 +32,7 @@ from lockgate.checkpoint.operator_state_repartitioner import split_state, state_
 from lockgate.checkpoint.savepoint import complete_savepoint
 from lockgate.common.clock import processing_time_ms
 from lockgate.core.fs.storage import Storage, read_url
+from lockgate.state import state_digest
 from lockgate.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
 from lockgate.state.key_groups import (
     UPPER_BOUND_MAX_PARALLELISM,
@@ -56,6 +57,7 @@ from lockgate.state_processor.savepoint_reader import (
     SavepointReader,
     is_keyed,
     operator_kinds,
+    signing_key,
     subtask_files,
 )
 from lockgate.state_processor.task_records import (
@@ -184,11 +186,14 @@ class SavepointWriter:
             )
 
     @staticmethod
-    def from_existing_savepoint(spark: SparkSession, path: str) -> SavepointWriter:
+    def from_existing_savepoint(
+        spark: SparkSession, path: str, signing_key_file: str | None = None
+    ) -> SavepointWriter:
         """Start from a savepoint or a retained checkpoint (``chk-<n>``) of either backend:
         its operators and their state, which ``write`` copies into the new savepoint unless
-        they were removed or replaced."""
-        reader = SavepointReader.read(spark, path)
+        they were removed or replaced. ``signing_key_file``: read only one signed with that
+        key (``SavepointReader.read``)."""
+        reader = SavepointReader.read(spark, path, signing_key_file)
         return SavepointWriter(spark, reader.checkpoint, str(path), None)
 
     @staticmethod
@@ -459,16 +464,21 @@ class SavepointWriter:
 
     # Writing -------------------------------------------------------------------------------
 
-    def write(self, path: str) -> str:
+    def write(self, path: str, signing_key_file: str | None = None) -> str:
         """Write the new savepoint into directory ``path`` (which must not exist or be
-        empty); returns its URL, for ``execution.state-recovery.path``."""
+        empty); returns its URL, for ``execution.state-recovery.path``. With
+        ``signing_key_file``, the savepoint is signed with that key, for a job that has it
+        as ``lockgate.security.checkpoint-signing-key-file`` (this also signs a savepoint
+        that was read without a key, once you trust it)."""
+        key = signing_key(signing_key_file)
         directory = Storage(str(path))
         if directory.list(""):
             raise StateProcessorError(
                 f"cannot write a savepoint into {directory.url}: the directory is not empty"
             )
         try:
-            return complete_savepoint(directory, self._write_operators(directory))
+            body = self._write_operators(directory, digests=key is not None)
+            return complete_savepoint(directory, body, key)
         except Exception as exc:
             directory.remove("")  # it was empty: what is there now is this write's
             failure = task_failure(exc)
@@ -476,7 +486,7 @@ class SavepointWriter:
                 raise
             raise failure from None
 
-    def _write_operators(self, directory: Storage) -> CheckpointMetadata:
+    def _write_operators(self, directory: Storage, digests: bool) -> CheckpointMetadata:
         operators: dict[str, OperatorState] = {}
         for uid in sorted(self._operators):
             operator = self._operators[uid]
@@ -487,7 +497,7 @@ class SavepointWriter:
                     f"max parallelism {max_parallelism}"
                 )
             if operator.keyed:
-                state = self._write_keyed(operator, max_parallelism, directory)
+                state = self._write_keyed(operator, max_parallelism, directory, digests)
             elif operator.base is not None:
                 state = replace(operator.base, uid=uid, max_parallelism=max_parallelism)
             else:  # a new operator with operator state only
@@ -499,9 +509,9 @@ class SavepointWriter:
                     uid, operator.name, operator.parallelism, max_parallelism, subtasks
                 )
             if operator.operator_state_bootstraps:
-                operators[uid] = self._write_operator_state(operator, state, directory)
+                operators[uid] = self._write_operator_state(operator, state, directory, digests)
             else:
-                operators[uid] = _with_own_operator_state(state, directory)
+                operators[uid] = _with_own_operator_state(state, directory, digests)
         source = self._source
         return CheckpointMetadata(
             source.job_id if source is not None else uuid.uuid4().hex,
@@ -511,7 +521,7 @@ class SavepointWriter:
         )
 
     def _write_keyed(
-        self, operator: _Operator, max_parallelism: int, directory: Storage
+        self, operator: _Operator, max_parallelism: int, directory: Storage, digests: bool
     ) -> OperatorState:
         context = self.spark.sparkContext
         parts: list[RDD[Entry]] = []
@@ -535,7 +545,7 @@ class SavepointWriter:
             parts.append(selected.rdd.mapPartitions(partial(bootstrap_entries, task)))
         entries = context.union(parts) if parts else context.parallelize([], 1)
         kinds = operator.kinds()
-        write = WriteTask(operator.uid, directory.url, quote(operator.uid, safe=""), kinds)
+        write = WriteTask(operator.uid, directory.url, quote(operator.uid, safe=""), kinds, digests)
         written = (
             entries.map(lambda entry: (entry[0], entry[1:]))
             .repartitionAndSortWithinPartitions(
@@ -568,7 +578,7 @@ class SavepointWriter:
         )
 
     def _write_operator_state(
-        self, operator: _Operator, state: OperatorState, directory: Storage
+        self, operator: _Operator, state: OperatorState, directory: Storage, digests: bool
     ) -> OperatorState:
         """``state`` with an operator-state file per subtask, written by Spark tasks: the
         operator states from DataFrames, and those of the source that they do not replace
@@ -605,7 +615,7 @@ class SavepointWriter:
             b.name: b.key_column for b in operator.operator_state_bootstraps if b.mode == BROADCAST
         }
         write = OperatorStateWriteTask(
-            operator.uid, directory.url, quote(operator.uid, safe=""), modes, key_columns
+            operator.uid, directory.url, quote(operator.uid, safe=""), modes, key_columns, digests
         )
         written = (
             context.union(parts)
@@ -661,16 +671,22 @@ def chunks_of(
     return tuple(chunks)
 
 
-def _with_own_operator_state(operator: OperatorState, directory: Storage) -> OperatorState:
+def _with_own_operator_state(
+    operator: OperatorState, directory: Storage, digests: bool
+) -> OperatorState:
     """``operator`` with the operator-state files of its subtasks copied into the new
-    savepoint's ``directory`` (a savepoint names no file outside itself)."""
+    savepoint's ``directory`` (a savepoint names no file outside itself), with their digests
+    when ``digests``."""
     subtasks = []
     for subtask in operator.subtasks:
         managed = subtask.managed
         if managed is not None:
             relative = f"{quote(operator.uid, safe='')}/{subtask.index}-operator.lgos"
-            directory.write_bytes(relative, read_url(managed.file))
-            managed = replace(managed, file=relative)
+            data = read_url(managed.file)
+            state_digest.check(data, managed.sha256, f"operator state file {managed.file}")
+            directory.write_bytes(relative, data)
+            sha256 = state_digest.digest(data) if digests else None
+            managed = replace(managed, file=relative, sha256=sha256)
         subtasks.append(replace(subtask, managed=managed))
     return replace(operator, subtasks=tuple(subtasks))
 

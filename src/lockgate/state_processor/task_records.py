@@ -125,6 +125,7 @@ class WriteTask(_TaskRecord):
     directory: str  # URL of the new savepoint's directory
     prefix: str  # the operator's directory in it (relative)
     kinds: dict[str, str]  # every state of the operator
+    digests: bool  # handles carry digests: the savepoint is signed
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class OperatorStateWriteTask(_TaskRecord):
     prefix: str  # the operator's directory in it (relative)
     modes: dict[str, str]  # every operator state of the operator: name -> mode
     key_columns: dict[str, str]  # broadcast states from DataFrames: name -> key column
+    digests: bool  # handles carry digests: the savepoint is signed
 
     def validate(self, where: str) -> None:
         if not set(self.modes.values()) <= set(MODES):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -14,7 +16,13 @@ from lockgate.checkpoint.coordinator import (
     CheckpointSettings,
     load_checkpoint,
 )
-from lockgate.checkpoint.metadata import CheckpointFormatError, OperatorState, OperatorSubtaskState
+from lockgate.checkpoint.metadata import (
+    CheckpointFormatError,
+    CheckpointSignatureError,
+    OperatorState,
+    OperatorSubtaskState,
+)
+from lockgate.checkpoint.signing_key import CheckpointSigningKey
 from lockgate.core.fs.storage import Storage, read_url
 from lockgate.state.manifests import HeapManifest
 from lockgate.state.snapshot import GroupHandle
@@ -65,7 +73,7 @@ def settings(**overrides) -> CheckpointSettings:
 def make(tmp_path, **overrides) -> CheckpointCoordinator:
     root = Storage(str(tmp_path / "checkpoints")).child(JOB)
     root.write_bytes("taskowned/.keep", b"")
-    return CheckpointCoordinator(settings(**overrides), JOB, root)
+    return CheckpointCoordinator(settings(**overrides), JOB, root, None)
 
 
 def body_with(*files: tuple[str, int], uid: str = "keyedprocess-1") -> dict[str, OperatorState]:
@@ -101,7 +109,7 @@ def shared_file(coordinator: CheckpointCoordinator, name: str, data: bytes = b"x
 def raw_metadata(coordinator: CheckpointCoordinator, checkpoint_id: int) -> dict:
     """The body of a ``_metadata`` as JSON (after checking that it decodes)."""
     url = coordinator.job_root.url_of(f"chk-{checkpoint_id}/_metadata")
-    metadata.decode(read_url(url), url)
+    metadata.decode(read_url(url), url, None)
     return json.loads(read_url(url))["body"]
 
 
@@ -196,7 +204,7 @@ def test_load_checkpoint_makes_paths_absolute_again(tmp_path, clock):
     mine = shared_file(coordinator, "keyedprocess-1/0/epoch-1")
     checkpoint = coordinator.complete(3, body_with((mine, 10)), clock.now, 0)
     for path in (checkpoint.path, checkpoint.path + "/", checkpoint.path + "/_metadata"):
-        loaded, skipped = load_checkpoint(path)
+        loaded, skipped = load_checkpoint(path, None)
         assert skipped == []
         assert (loaded.id, loaded.epoch, loaded.path) == (1, 3, checkpoint.path)
         assert loaded.metadata == checkpoint.metadata
@@ -219,12 +227,12 @@ def test_a_checkpoint_naming_a_file_outside_its_job_is_refused(tmp_path, clock, 
     coordinator = make(tmp_path)
     mine = shared_file(coordinator, "k/0/e1")
     checkpoint = coordinator.complete(1, body_with((mine, 10)), clock.now, 0)
-    crafted = metadata.decode(read_url(checkpoint.path + "/_metadata"), "crafted")
+    crafted = metadata.decode(read_url(checkpoint.path + "/_metadata"), "crafted", None)
     crafted = crafted.map_files(lambda _: reference)
-    Storage(checkpoint.path).write_bytes("_metadata", metadata.encode(crafted))
+    Storage(checkpoint.path).write_bytes("_metadata", metadata.encode(crafted, None))
 
     with pytest.raises(CheckpointFormatError) as refused:
-        load_checkpoint(checkpoint.path)
+        load_checkpoint(checkpoint.path, None)
 
     message = str(refused.value)
     assert f"{checkpoint.path}/_metadata names the state file {reference!r}" in message
@@ -234,7 +242,7 @@ def test_load_checkpoint_from_a_plain_local_path(tmp_path, clock):
     coordinator = make(tmp_path)
     mine = shared_file(coordinator, "f")
     coordinator.complete(1, body_with((mine, 10)), clock.now, 0)
-    loaded, _ = load_checkpoint(str(tmp_path / "checkpoints" / JOB / "chk-1"))
+    loaded, _ = load_checkpoint(str(tmp_path / "checkpoints" / JOB / "chk-1"), None)
     assert loaded.files() == {mine}
     assert read_url(mine) == b"x" * 10
 
@@ -246,7 +254,7 @@ def test_a_moved_job_directory_still_resolves_its_own_files(tmp_path, clock):
     moved = tmp_path / "moved" / JOB
     shutil.copytree(tmp_path / "checkpoints" / JOB, moved)
     shutil.rmtree(tmp_path / "checkpoints")
-    loaded, _ = load_checkpoint(str(moved / "chk-1"))
+    loaded, _ = load_checkpoint(str(moved / "chk-1"), None)
     [url] = loaded.files()
     assert url == f"file://{moved}/shared/k/0/e1"
     assert read_url(url) == b"state"
@@ -273,7 +281,7 @@ def test_statistics_of_a_completed_checkpoint(tmp_path, clock):
 
 
 def test_checkpoints_in_driver_memory_write_nothing(tmp_path, clock):
-    coordinator = CheckpointCoordinator(settings(), JOB, None)
+    coordinator = CheckpointCoordinator(settings(), JOB, None, None)
     url = f"file://{tmp_path}/state/f"
     checkpoint = coordinator.complete(1, body_with((url, 3)), clock.now, 3)
     assert checkpoint.path is None
@@ -385,7 +393,7 @@ def test_shutdown_retention_rules(tmp_path, clock, status, retention, kept):
     job_dir = tmp_path / "checkpoints" / JOB
     assert job_dir.exists() is kept
     if kept:
-        assert load_checkpoint(str(job_dir / "chk-1"))[0].files() == {url}
+        assert load_checkpoint(str(job_dir / "chk-1"), None)[0].files() == {url}
     assert (tmp_path / "checkpoints").exists()  # only this job's directory goes
 
 
@@ -411,7 +419,7 @@ def test_a_truncated_metadata_falls_back_to_the_previous_checkpoint(tmp_path, cl
     coordinator = two_checkpoints(tmp_path, clock)
     meta = tmp_path / "checkpoints" / JOB / "chk-2" / "_metadata"
     meta.write_bytes(meta.read_bytes()[:40])
-    loaded, skipped = load_checkpoint(coordinator.retained[1].path)
+    loaded, skipped = load_checkpoint(coordinator.retained[1].path, None)
     assert (loaded.id, loaded.epoch) == (1, 4)
     assert loaded.path == coordinator.job_root.url_of("chk-1")
     [reason] = skipped
@@ -423,7 +431,7 @@ def test_a_wrong_checksum_falls_back_and_says_why(tmp_path, clock):
     two_checkpoints(tmp_path, clock)
     meta = tmp_path / "checkpoints" / JOB / "chk-2" / "_metadata"
     meta.write_bytes(meta.read_bytes().replace(b'"epoch":8', b'"epoch":9'))
-    loaded, [reason] = load_checkpoint(str(meta))
+    loaded, [reason] = load_checkpoint(str(meta), None)
     assert loaded.id == 1
     assert "checksum" in reason
     assert str(meta) in reason
@@ -432,14 +440,14 @@ def test_a_wrong_checksum_falls_back_and_says_why(tmp_path, clock):
 def test_a_missing_metadata_falls_back(tmp_path, clock):
     coordinator = two_checkpoints(tmp_path, clock)
     (tmp_path / "checkpoints" / JOB / "chk-2" / "_metadata").unlink()
-    loaded, [reason] = load_checkpoint(coordinator.retained[1].path)
+    loaded, [reason] = load_checkpoint(coordinator.retained[1].path, None)
     assert loaded.id == 1
     assert reason == f"{coordinator.job_root.url_of('chk-2/_metadata')} is missing"
 
 
 def test_newer_checkpoints_than_the_requested_one_are_not_used(tmp_path, clock):
     coordinator = two_checkpoints(tmp_path, clock)
-    loaded, skipped = load_checkpoint(coordinator.retained[0].path)
+    loaded, skipped = load_checkpoint(coordinator.retained[0].path, None)
     assert (loaded.id, skipped) == (1, [])
 
 
@@ -450,7 +458,7 @@ def test_no_usable_checkpoint_names_the_path_and_every_reason(tmp_path, clock):
         meta.write_bytes(b"{not json")
     path = coordinator.retained[1].path
     with pytest.raises(CheckpointFormatError) as info:
-        load_checkpoint(path)
+        load_checkpoint(path, None)
     message = str(info.value)
     assert message.startswith(f"no usable checkpoint at {path}: ")
     assert coordinator.job_root.url_of("chk-1/_metadata") in message
@@ -463,7 +471,7 @@ def test_a_metadata_of_an_unknown_version_is_reported(tmp_path, clock):
     meta = tmp_path / "checkpoints" / JOB / "chk-1" / "_metadata"
     meta.write_bytes(meta.read_bytes().replace(b'"version":4', b'"version":7'))
     with pytest.raises(CheckpointFormatError, match="version 7") as info:
-        load_checkpoint(str(meta))
+        load_checkpoint(str(meta), None)
     assert str(meta) in str(info.value)
 
 
@@ -471,7 +479,7 @@ def test_a_metadata_of_an_unknown_version_is_reported(tmp_path, clock):
 def test_a_path_that_is_not_a_chk_dir_is_rejected_naming_it(tmp_path, name):
     path = f"{tmp_path}/{JOB}/{name}"
     with pytest.raises(CheckpointFormatError) as info:
-        load_checkpoint(path)
+        load_checkpoint(path, None)
     assert str(info.value) == (
         f"state recovery path {path} is not a chk-<n> directory or its _metadata file"
     )
@@ -481,14 +489,14 @@ def test_a_path_that_is_not_a_chk_dir_is_rejected_naming_it(tmp_path, name):
 def test_a_path_that_does_not_exist_is_rejected_naming_it(tmp_path, suffix):
     path = f"{tmp_path}/nowhere/{JOB}/chk-5{suffix}"
     with pytest.raises(CheckpointFormatError) as info:
-        load_checkpoint(path)
+        load_checkpoint(path, None)
     assert str(info.value) == f"state recovery path {path} does not exist"
 
 
 def test_memory_url_checkpoints_round_trip(clock):
     root = Storage("memory://lockgate-tests/coordinator").child(JOB)
     try:
-        coordinator = CheckpointCoordinator(settings(num_retained=1), JOB, root)
+        coordinator = CheckpointCoordinator(settings(num_retained=1), JOB, root, None)
         url = root.child("shared").url_of("s")
         root.child("shared").write_bytes("s", b"1")
         checkpoint = coordinator.complete(2, body_with((url, 1)), clock.now, 0)
@@ -497,7 +505,7 @@ def test_memory_url_checkpoints_round_trip(clock):
         assert stored["operators"]["keyedprocess-1"]["subtasks"][0]["keyed"]["groups"] == {
             "0": ["shared/s", 0, 1, 99]
         }
-        loaded, _ = load_checkpoint(checkpoint.path)
+        loaded, _ = load_checkpoint(checkpoint.path, None)
         assert loaded.files() == {url}
     finally:
         root.remove("")
@@ -526,14 +534,67 @@ def test_a_failed_metadata_write_leaves_no_checkpoint_directory(tmp_path, clock)
 
 
 def test_the_write_hook_runs_for_checkpoints_in_driver_memory_too(clock):
-    coordinator = CheckpointCoordinator(settings(), JOB, None)
+    coordinator = CheckpointCoordinator(settings(), JOB, None, None)
     seen: list[int] = []
     coordinator.complete(1, body_with(), clock.perf_counter(), 0, seen.append)
     assert seen == [1]
 
 
 def test_only_the_most_recent_checkpoint_statistics_are_kept(tmp_path, clock):
-    coordinator = CheckpointCoordinator(settings(), JOB, None, history_size=3)
+    coordinator = CheckpointCoordinator(settings(), JOB, None, None, history_size=3)
     for epoch in range(1, 6):
         coordinator.complete(epoch, body_with(), clock.perf_counter(), 0)
     assert [c.id for c in coordinator.history] == [3, 4, 5]
+
+
+# Signed checkpoints -------------------------------------------------------------------------------
+
+
+def signed_checkpoints(tmp_path, clock) -> tuple[CheckpointCoordinator, CheckpointSigningKey]:
+    """Two checkpoints signed with a key, their state files named with digests."""
+    key_path = tmp_path / "key"
+    key_path.write_bytes(b"k" * 32)
+    key_path.chmod(0o600)
+    key = CheckpointSigningKey.load(str(key_path))
+    root = Storage(str(tmp_path / "checkpoints")).child(JOB)
+    coordinator = CheckpointCoordinator(settings(num_retained=2), JOB, root, key)
+    for epoch in (4, 8):
+        url = shared_file(coordinator, f"e{epoch}")
+        operators = body_with((url, 10))
+        [subtask] = operators["keyedprocess-1"].subtasks
+        groups = {kg: replace(h, sha256="ab" * 32) for kg, h in subtask.keyed.groups.items()}
+        keyed = HeapManifest(subtask.keyed.kinds, groups)
+        operators["keyedprocess-1"] = replace(
+            operators["keyedprocess-1"], subtasks=(replace(subtask, keyed=keyed),)
+        )
+        coordinator.complete(epoch, operators, clock.now, 0)
+    return coordinator, key
+
+
+def test_a_signed_checkpoint_restores_with_its_key(tmp_path, clock):
+    coordinator, key = signed_checkpoints(tmp_path, clock)
+    loaded, skipped = load_checkpoint(coordinator.retained[1].path, key)
+    assert (loaded.id, skipped) == (2, [])
+    assert loaded.metadata == coordinator.retained[1].metadata
+
+
+def test_an_altered_signed_checkpoint_is_refused_not_passed_over(tmp_path, clock):
+    """An older checkpoint is no safer than whoever altered the newer one: the restore stops,
+    naming the file, where a damaged one would fall back."""
+    coordinator, key = signed_checkpoints(tmp_path, clock)
+    meta = tmp_path / "checkpoints" / JOB / "chk-2" / "_metadata"
+    envelope = json.loads(meta.read_bytes())
+    envelope["body"]["epoch"] = 9
+    canonical = json.dumps(envelope["body"], sort_keys=True, separators=(",", ":")).encode()
+    envelope["sha256"] = hashlib.sha256(canonical).hexdigest()
+    meta.write_text(json.dumps(envelope))
+    with pytest.raises(CheckpointSignatureError, match=rf"{meta} fails its signature"):
+        load_checkpoint(coordinator.retained[1].path, key)
+
+
+def test_unsigned_checkpoints_are_refused_by_a_job_with_a_key(tmp_path, clock):
+    coordinator = two_checkpoints(tmp_path, clock)
+    (tmp_path / "other").mkdir()
+    _, key = signed_checkpoints(tmp_path / "other", clock)
+    with pytest.raises(CheckpointSignatureError, match=r"chk-2/_metadata is not signed"):
+        load_checkpoint(coordinator.retained[1].path, key)

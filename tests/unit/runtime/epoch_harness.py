@@ -276,6 +276,7 @@ class Cluster:
             staging_url=self.work.child("staging").url,
             keyed_state=self.settings(host),
             batch_bounds=self.batch_bounds,
+            state_digests=False,
         )
         [restore] = self.state.restore_for(vertex, self.run_id)
         if vertex.is_source:

@@ -67,7 +67,9 @@ class BackendFactory:
         key_groups = key_groups or backend.key_groups
         if self.kind == HEAP:  # through the heap snapshot format, as the runtime does
             groups = {g: backend.group_contents(g) for g in backend.key_groups}
-            data, positions = snapshot.encode(backend.kinds, {g: c for g, c in groups.items() if c})
+            data, positions = snapshot.encode(
+                backend.kinds, {g: c for g, c in groups.items() if c}, False
+            )
             restored = self(key_groups)
             for group, position in positions.items():
                 handle = snapshot.GroupHandle("memory", *position)

@@ -3,6 +3,7 @@ a restore reads of an old subtask's file only the part its key groups are in."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 import pytest
@@ -27,22 +28,32 @@ def test_a_canonical_file_is_written_from_blobs_made_one_by_one(tmp_path):
     storage = Storage(f"file://{tmp_path}")
     made: list[int] = []
     manifest = savepoint_state.write_canonical_file(
-        storage, "sp/0.lgcs", KINDS, made_as_written(made)
+        storage, "sp/0.lgcs", KINDS, made_as_written(made), True
     )
     assert made == sorted(BLOBS)
-    expected, index = snapshot.frame(canonical_snapshot.MAGIC, KINDS, BLOBS)
-    assert (tmp_path / "sp" / "0.lgcs").read_bytes() == expected
-    assert {kg: (h.offset, h.length, h.crc) for kg, h in manifest.groups.items()} == index
+    index: dict[int, snapshot.Position] = {}
+    chunks = snapshot.frame_chunks(
+        canonical_snapshot.MAGIC, KINDS, sorted(BLOBS.items()), index, True
+    )
+    assert (tmp_path / "sp" / "0.lgcs").read_bytes() == b"".join(chunks)
+    assert {kg: (h.offset, h.length, h.crc, h.sha256) for kg, h in manifest.groups.items()} == index
+    assert all(
+        sha256 == hashlib.sha256(BLOBS[kg]).hexdigest() for kg, (*_, sha256) in index.items()
+    )
     assert {h.file for h in manifest.groups.values()} == {"sp/0.lgcs"}
     with pytest.raises(FileExistsError):  # never replaced
-        savepoint_state.write_canonical_file(storage, "sp/0.lgcs", KINDS, sorted(BLOBS.items()))
-    empty = savepoint_state.write_canonical_file(storage, "sp/1.lgcs", KINDS, iter(()))
+        savepoint_state.write_canonical_file(
+            storage, "sp/0.lgcs", KINDS, sorted(BLOBS.items()), False
+        )
+    empty = savepoint_state.write_canonical_file(storage, "sp/1.lgcs", KINDS, iter(()), False)
     assert empty.groups == {} and not (tmp_path / "sp" / "1.lgcs").exists()
 
 
 def test_a_restore_reads_only_the_range_of_its_key_groups(tmp_path, monkeypatch):
     storage = Storage(f"file://{tmp_path}")
-    written = savepoint_state.write_canonical_file(storage, "0.lgcs", KINDS, sorted(BLOBS.items()))
+    written = savepoint_state.write_canonical_file(
+        storage, "0.lgcs", KINDS, sorted(BLOBS.items()), False
+    )
     url = storage.url_of("0.lgcs")
     part = CanonicalManifest(
         KINDS, {kg: replace(h, file=url) for kg, h in written.groups.items() if 3 <= kg <= 5}
@@ -64,7 +75,9 @@ def test_a_restore_reads_only_the_range_of_its_key_groups(tmp_path, monkeypatch)
 
 def test_a_damaged_blob_or_a_file_of_another_kind_is_refused_naming_the_file(tmp_path):
     storage = Storage(f"file://{tmp_path}")
-    written = savepoint_state.write_canonical_file(storage, "0.lgcs", KINDS, sorted(BLOBS.items()))
+    written = savepoint_state.write_canonical_file(
+        storage, "0.lgcs", KINDS, sorted(BLOBS.items()), False
+    )
     url = storage.url_of("0.lgcs")
     manifest = CanonicalManifest(
         KINDS, {kg: replace(h, file=url) for kg, h in written.groups.items()}

@@ -29,7 +29,7 @@ def handles(index, file=PATH):
 
 
 def test_round_trip():
-    data, index = snapshot.encode(KINDS, GROUPS)
+    data, index = snapshot.encode(KINDS, GROUPS, False)
     assert isinstance(data, bytes)
     assert set(index) == set(GROUPS)
     assert snapshot.read_kinds(data, PATH) == KINDS
@@ -40,24 +40,24 @@ def test_round_trip():
 
 
 def test_file_starts_with_magic_and_version():
-    data, _ = snapshot.encode(KINDS, GROUPS)
+    data, _ = snapshot.encode(KINDS, GROUPS, False)
     assert data[:4] == snapshot.MAGIC == b"LGKS"
     (version,) = struct.unpack_from(">H", data, 4)
     assert version == snapshot.FORMAT_VERSION
 
 
 def test_group_blobs_are_laid_out_in_key_group_order_without_overlap():
-    data, index = snapshot.encode(KINDS, GROUPS)
+    data, index = snapshot.encode(KINDS, GROUPS, False)
     entries = [index[group] for group in sorted(index)]
-    for (offset, length, _), (next_offset, _, _) in itertools.pairwise(entries):
+    for (offset, length, _, _), (next_offset, _, _, _) in itertools.pairwise(entries):
         assert offset + length == next_offset
-    last_offset, last_length, _ = entries[-1]
+    last_offset, last_length, _, _ = entries[-1]
     assert last_offset + last_length == len(data)
 
 
 def test_each_group_decodes_on_its_own():
-    data, index = snapshot.encode(KINDS, GROUPS)
-    offset, length, crc = index[7]
+    data, index = snapshot.encode(KINDS, GROUPS, False)
+    offset, length, crc, _ = index[7]
     # Only the group's own bytes are needed (a restore may read one range of the file).
     padded = bytes(offset) + data[offset : offset + length]
     assert (
@@ -69,7 +69,7 @@ def test_each_group_decodes_on_its_own():
 
 
 def test_empty_snapshot():
-    data, index = snapshot.encode({}, {})
+    data, index = snapshot.encode({}, {}, False)
     assert index == {}
     assert snapshot.read_kinds(data, PATH) == {}
 
@@ -97,7 +97,7 @@ def test_round_trip_through_the_heap_backend():
         listing.add_all([key, group])
     dirty = source.take_dirty_groups()
     assert dirty == [0, 5, 63]
-    data, index = snapshot.encode(source.kinds, {g: source.group_contents(g) for g in dirty})
+    data, index = snapshot.encode(source.kinds, {g: source.group_contents(g) for g in dirty}, False)
 
     target = HeapKeyedStateBackend(key_group_range(max_p, 2, 0), max_p)
     kinds = snapshot.read_kinds(data, PATH)
@@ -114,8 +114,8 @@ def test_round_trip_through_the_heap_backend():
 
 
 def test_corrupt_group_fails_its_checksum_naming_file_and_key_group():
-    data, index = snapshot.encode(KINDS, GROUPS)
-    offset, length, crc = index[7]
+    data, index = snapshot.encode(KINDS, GROUPS, False)
+    offset, length, crc, _ = index[7]
     damaged = bytearray(data)
     damaged[offset + length // 2] ^= 0x01
     with pytest.raises(SnapshotFormatError, match="checksum") as info:
@@ -135,16 +135,16 @@ def test_corrupt_group_fails_its_checksum_naming_file_and_key_group():
 
 
 def test_wrong_crc_in_handle_is_detected():
-    data, index = snapshot.encode(KINDS, GROUPS)
-    offset, length, crc = index[3]
+    data, index = snapshot.encode(KINDS, GROUPS, False)
+    offset, length, crc, _ = index[3]
     handle = GroupHandle(PATH, offset, length, crc ^ 1)
     with pytest.raises(SnapshotFormatError, match=r"key group 3 fails its checksum"):
         snapshot.decode_group(snapshot.group_blob(data, handle, 3, PATH))
 
 
 def test_truncated_group_is_detected():
-    data, index = snapshot.encode(KINDS, GROUPS)
-    offset, length, crc = index[100]
+    data, index = snapshot.encode(KINDS, GROUPS, False)
+    offset, length, crc, _ = index[100]
     with pytest.raises(SnapshotFormatError, match=rf"{PATH}.*key group 100"):
         snapshot.decode_group(
             snapshot.group_blob(data[:-10], GroupHandle(PATH, offset, length, crc), 100, PATH)
@@ -156,14 +156,14 @@ def test_snapshot_format_error_is_a_value_error():
 
 
 def test_wrong_magic_is_rejected_naming_the_file():
-    data, _ = snapshot.encode(KINDS, GROUPS)
+    data, _ = snapshot.encode(KINDS, GROUPS, False)
     with pytest.raises(SnapshotFormatError, match="not a lockgate keyed-state snapshot") as info:
         snapshot.read_kinds(b"PK\x03\x04" + data[4:], PATH)
     assert PATH in str(info.value)
 
 
 def test_other_format_version_is_rejected_naming_both_versions():
-    data, _ = snapshot.encode(KINDS, GROUPS)
+    data, _ = snapshot.encode(KINDS, GROUPS, False)
     future = data[:4] + struct.pack(">H", snapshot.FORMAT_VERSION + 1) + data[6:]
     with pytest.raises(SnapshotFormatError) as info:
         snapshot.read_kinds(future, PATH)
@@ -175,14 +175,14 @@ def test_other_format_version_is_rejected_naming_both_versions():
 
 @pytest.mark.parametrize("size", [0, 3, 9])
 def test_file_shorter_than_its_prefix_is_rejected(size):
-    data, _ = snapshot.encode(KINDS, GROUPS)
+    data, _ = snapshot.encode(KINDS, GROUPS, False)
     with pytest.raises(SnapshotFormatError, match="truncated") as info:
         snapshot.read_kinds(data[:size], PATH)
     assert PATH in str(info.value)
 
 
 def test_file_cut_inside_its_header_is_rejected_naming_the_file():
-    data, _ = snapshot.encode(KINDS, GROUPS)
+    data, _ = snapshot.encode(KINDS, GROUPS, False)
     with pytest.raises(SnapshotFormatError) as info:
         snapshot.read_kinds(data[:14], PATH)
     assert PATH in str(info.value)

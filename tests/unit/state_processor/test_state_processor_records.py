@@ -68,7 +68,7 @@ RECORDS = [
     ),
     (EntriesTask(ROCKSDB, ("m", "_timers/user/event"), 256), EntriesTask.load),
     (BootstrapTask("op", "key", (("a", "value"), ("b", "ttl-list")), 64, 5), BootstrapTask.load),
-    (WriteTask("op", "file:///new", "op%2F1", {"a": "value"}), WriteTask.load),
+    (WriteTask("op", "file:///new", "op%2F1", {"a": "value"}, True), WriteTask.load),
     (WrittenSubtask(1, {5: GroupHandle("op/1-0.lgcs", 3, 4, 5)}, 17), WrittenSubtask.load),
     (CountedPartition(3, 1000), CountedPartition.load),
     (
@@ -83,7 +83,12 @@ RECORDS = [
     ),
     (
         OperatorStateWriteTask(
-            "tally", "file:///new", "tally", {"seen": SPLIT_DISTRIBUTE, "l": BROADCAST}, {"l": "k"}
+            "tally",
+            "file:///new",
+            "tally",
+            {"seen": SPLIT_DISTRIBUTE, "l": BROADCAST},
+            {"l": "k"},
+            False,
         ),
         OperatorStateWriteTask.load,
     ),
@@ -122,9 +127,9 @@ def test_an_operator_state_read_record_reads_the_one_state_it_names():
 
 
 def test_an_operator_state_write_record_names_modes_and_their_key_columns():
-    unknown = OperatorStateWriteTask("op", "file:///new", "op", {"s": "keyed"}, {})
+    unknown = OperatorStateWriteTask("op", "file:///new", "op", {"s": "keyed"}, {}, False)
     with pytest.raises(RecordFormatError, match=r"field 'modes' names an unknown mode"):
         OperatorStateWriteTask.load(dump(unknown))
-    listed = OperatorStateWriteTask("op", "file:///new", "op", {"s": UNION}, {"s": "key"})
+    listed = OperatorStateWriteTask("op", "file:///new", "op", {"s": UNION}, {"s": "key"}, False)
     with pytest.raises(RecordFormatError, match=r"a key column is not of a broadcast state"):
         OperatorStateWriteTask.load(dump(listed))

@@ -198,6 +198,7 @@ class EpochPlanner:
                     staging_url=self.ctx.staged.storage.url,
                     keyed_state=self.ctx.settings.keyed_state,
                     batch_bounds=self.ctx.settings.batch_bounds,
+                    state_digests=self.ctx.settings.signing_key is not None,
                 ),
                 graph,
                 None if vertex.is_source else restores[vertex.id],

@@ -58,7 +58,7 @@ class Failover:
         cannot be read or does not fit the job fails the job at once; a failing restore
         retries."""
         try:
-            checkpoint, skipped = load_snapshot(path)
+            checkpoint, skipped = load_snapshot(path, self.ctx.settings.signing_key)
             adopt_max_parallelism(self.ctx.job, checkpoint.metadata, checkpoint.path or path)
             JobState(self.ctx.job, self.ctx.state.backend).restore(
                 checkpoint.metadata, checkpoint.path or path, self.ctx.settings.ignore_unclaimed
@@ -108,7 +108,7 @@ class Failover:
         """Back to the latest completed checkpoint, read again from storage."""
         latest = self.ctx.coordinator.latest
         if latest is not None and latest.path is not None:
-            latest, skipped = load_checkpoint(latest.path)
+            latest, skipped = load_checkpoint(latest.path, self.ctx.settings.signing_key)
             for reason in skipped:
                 log.warning("skipping checkpoint: %s", reason)
         if latest is None and self.resumed_from is not None:

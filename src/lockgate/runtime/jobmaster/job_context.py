@@ -50,7 +50,11 @@ class JobContext:
             job_root = Storage(settings.checkpoint_dir).make_private(options.CHECKPOINT_DIR.key)
         state_files = job_root.child("shared") if job_root else work.child("state")
         coordinator = CheckpointCoordinator(
-            settings.checkpoint, settings.job_id, job_root, history_size=settings.checkpoint_history
+            settings.checkpoint,
+            settings.job_id,
+            job_root,
+            settings.signing_key,
+            history_size=settings.checkpoint_history,
         )
         return JobContext(
             job=job,

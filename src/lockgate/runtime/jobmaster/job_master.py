@@ -307,7 +307,13 @@ class JobMaster:
         stopped = False
         if savepoint is not None:
             taken = savepoints.complete(
-                savepoint, ctx.state, acks, self.ctx.settings.job_id, checkpoint_id or 0, plan.epoch
+                savepoint,
+                ctx.state,
+                acks,
+                self.ctx.settings.job_id,
+                checkpoint_id or 0,
+                plan.epoch,
+                self.ctx.settings.signing_key,
             )
             # A stop whose savepoint failed does not stop: the job goes on, as in Flink
             stopped = savepoint.stop and taken

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lockgate.checkpoint.coordinator import CheckpointSettings
+from lockgate.checkpoint.signing_key import CheckpointSigningKey, SigningKeyError
 from lockgate.common import config_options as options
 from lockgate.core.fs.private_directory import user_directory
 from lockgate.core.fs.storage import is_writable
@@ -53,6 +54,7 @@ class JobSettings:
     injections: frozenset[tuple[str, int]]  # (point, epoch or checkpoint id): tests only
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds
+    signing_key: CheckpointSigningKey | None  # of checkpoints and savepoints (driver only)
 
     @staticmethod
     def resolve(config: Mapping[str, str], job_name: str, master: str) -> JobSettings:
@@ -89,6 +91,7 @@ class JobSettings:
                 options.SHUFFLE_BATCH_MAX_SIZE.read(config),
                 options.RECORD_MAX_SIZE.read(config),
             ),
+            signing_key=_signing_key(config),
         )
 
 
@@ -105,6 +108,18 @@ def _work_dir(config: Mapping[str, str], master: str) -> str:
         return str(user_directory(options.WORK_DIR.key) / "work")
     except PermissionError as exc:
         raise options.ConfigurationError(str(exc)) from None
+
+
+def _signing_key(config: Mapping[str, str]) -> CheckpointSigningKey | None:
+    path = options.CHECKPOINT_SIGNING_KEY_FILE.read(config)
+    if not path:
+        return None
+    try:
+        return CheckpointSigningKey.load(path)
+    except SigningKeyError as exc:
+        raise options.ConfigurationError(
+            f"configuration key '{options.CHECKPOINT_SIGNING_KEY_FILE.key}': {exc}"
+        ) from None
 
 
 def _checkpoint_settings(config: Mapping[str, str]) -> CheckpointSettings:

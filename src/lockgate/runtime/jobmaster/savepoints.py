@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from lockgate.checkpoint.metadata import CheckpointMetadata
 from lockgate.checkpoint.savepoint import complete_savepoint, new_savepoint_directory
+from lockgate.checkpoint.signing_key import CheckpointSigningKey
 from lockgate.core.fs.storage import Storage
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
@@ -77,9 +78,10 @@ def complete(
     job_id: str,
     checkpoint_id: int,
     epoch: int,
+    signing_key: CheckpointSigningKey | None,
 ) -> bool:
-    """Write the savepoint of the accepted ``epoch`` and resolve the request; whether the
-    savepoint was taken."""
+    """Write the savepoint of the accepted ``epoch`` (signed with ``signing_key``) and
+    resolve the request; whether the savepoint was taken."""
     assert request.directory is not None
     errors = [a.savepoint_error for a in acks if a.savepoint_error is not None]
     if errors:
@@ -90,7 +92,7 @@ def complete(
     operators = state.checkpoint_operators(keyed, managed)
     body = CheckpointMetadata(job_id, checkpoint_id, epoch, operators)
     try:
-        url = complete_savepoint(request.directory, body)
+        url = complete_savepoint(request.directory, body, signing_key)
     except OSError as exc:  # the epoch stands: only the savepoint fails
         fail(request, SavepointError(f"its _metadata could not be written: {exc}"))
         return False

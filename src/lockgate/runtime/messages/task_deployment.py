@@ -19,7 +19,7 @@ from lockgate.state.operator_state_handle import OperatorStatePart
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
-DESCRIPTOR_VERSION = 5
+DESCRIPTOR_VERSION = 6
 RESTORE_VERSION = 3
 
 
@@ -61,6 +61,7 @@ class TaskDeploymentDescriptor(Record, format=DESCRIPTOR_FORMAT, version=DESCRIP
     staging_url: str  # staging records (files created outside the job's directories)
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds  # of the shuffle batches the subtask's channel writers send
+    state_digests: bool  # state handles carry digests: the job signs its checkpoints
 
     @classmethod
     def decode(cls, data: bytes | str, where: str = "the task deployment descriptor") -> Self:

@@ -479,35 +479,38 @@ class Subtask:
         storage: Storage,
         tag: str,
         savepoint: bool,
+        digests: bool,
     ) -> dict[str, OperatorStateHandle]:
         """Write the operator states of ``snapshot_functions``: into the job's state files
         (by URL; a file of the previous epoch is named again when nothing changed), or into
-        a savepoint's directory (by a path relative to it)."""
+        a savepoint's directory (by a path relative to it); with digests when ``digests``."""
         handles = {}
         for uid, backend in backends.items():
             relative = f"{uid}/{self.index}-{tag}.lgos"
             if not savepoint:
                 relative = f"operator/{relative}"
-            handle = backend.snapshot(storage, relative, reuse=not savepoint)
+            handle = backend.snapshot(storage, relative, reuse=not savepoint, digests=digests)
             if handle is not None:
                 handles[uid] = replace(handle, file=relative) if savepoint else handle
         return handles
 
     def snapshot_state(
-        self, storage: Storage, tag: str, checkpoint: bool
+        self, storage: Storage, tag: str, checkpoint: bool, digests: bool
     ) -> KeyedStateSnapshot | None:
         """Persist the keyed state of this epoch; return what the ack reports of it."""
         if self.backend is None:
             return None
-        return self.backend.snapshot(self.keyed_subtask, storage, tag, checkpoint)
+        return self.backend.snapshot(self.keyed_subtask, storage, tag, checkpoint, digests=digests)
 
-    def savepoint_state(self, storage: Storage, tag: str) -> CanonicalManifest | None:
+    def savepoint_state(
+        self, storage: Storage, tag: str, digests: bool
+    ) -> CanonicalManifest | None:
         """Write the keyed state in canonical form into a savepoint's directory (``storage``),
         as ``<uid>/<subtask>-<tag>.lgcs``: attempts of one subtask write apart."""
         if self.backend is None:
             return None
         relative = f"{self.keyed_subtask.uid}/{self.keyed_subtask.index}-{tag}.lgcs"
-        return write_savepoint_state(self.backend, self.keyed_subtask, storage, relative)
+        return write_savepoint_state(self.backend, self.keyed_subtask, storage, relative, digests)
 
     def dispose(self) -> None:
         """Release what the subtask holds outside the Python heap (a RocksDB instance)."""

@@ -166,17 +166,18 @@ class SubtaskHost:
         outputs = self._drain(subtask)
         backends = subtask.snapshot_functions()
         state_files = Storage(task.state_url)
-        state = subtask.snapshot_state(state_files, epoch.version, task.checkpoint)
-        managed = subtask.write_operator_state(backends, state_files, epoch.version, False)
+        digests = task.state_digests
+        state = subtask.snapshot_state(state_files, epoch.version, task.checkpoint, digests)
+        managed = subtask.write_operator_state(backends, state_files, epoch.version, False, digests)
         savepoint = savepoint_error = None
         savepoint_managed = {}
         if task.savepoint_url is not None:
             savepoint_files = Storage(task.savepoint_url)
             savepoint_managed = subtask.write_operator_state(
-                backends, savepoint_files, epoch.version, True
+                backends, savepoint_files, epoch.version, True, digests
             )
             try:
-                savepoint = subtask.savepoint_state(savepoint_files, epoch.version)
+                savepoint = subtask.savepoint_state(savepoint_files, epoch.version, digests)
             except CanonicalKeyError as exc:  # the savepoint fails, not the job
                 savepoint_error = str(exc)
         operator_states = subtask.snapshot_operator_states()

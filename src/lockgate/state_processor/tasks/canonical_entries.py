@@ -137,6 +137,6 @@ def write_subtask(
     attempt = context.taskAttemptId() if context is not None else 0
     relative = f"{task.prefix}/{index}-{attempt}.lgcs"
     manifest = write_canonical_file(
-        Storage(task.directory), relative, task.kinds, sorted(blobs.items())
+        Storage(task.directory), relative, task.kinds, sorted(blobs.items()), task.digests
     )
     yield dump(WrittenSubtask(index, dict(manifest.groups), count))

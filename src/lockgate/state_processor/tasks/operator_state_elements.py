@@ -18,7 +18,6 @@ sorted, as one subtask's operator-state file with the state layer's encoder.
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -157,5 +156,5 @@ def write_operator_state_subtask(
     attempt = context.taskAttemptId() if context is not None else 0
     relative = f"{task.prefix}/{index}-{attempt}.lgos"
     Storage(task.directory).create(relative, data)
-    handle = OperatorStateHandle(relative, len(data), zlib.crc32(data), metas)
+    handle = OperatorStateHandle.of(relative, data, metas, task.digests)
     yield dump(WrittenOperatorState(index, handle))

@@ -177,7 +177,7 @@ def test_acks_accumulate_key_groups_and_advance_sources():
 def checkpoint_of(state: JobState, epoch: int = 2) -> CheckpointMetadata:
     """What a checkpoint of ``state`` holds, as read back from its _metadata."""
     written = CheckpointMetadata("job", 1, epoch, state.checkpoint_operators())
-    return metadata.decode(metadata.encode(written), PATH)
+    return metadata.decode(metadata.encode(written, None), PATH, None)
 
 
 def test_a_checkpoint_holds_every_operator_by_uid_not_by_chain():
@@ -459,7 +459,7 @@ def with_coordinator_state(coordinator_state) -> CheckpointMetadata:
     checkpoint = checkpoint_of(state_after_two_epochs(job()))
     source = replace(checkpoint.operators["numbers"], coordinator_state=coordinator_state)
     written = replace(checkpoint, operators={**checkpoint.operators, "numbers": source})
-    return metadata.decode(metadata.encode(written), PATH)
+    return metadata.decode(metadata.encode(written, None), PATH, None)
 
 
 @pytest.mark.parametrize(

@@ -46,8 +46,8 @@ def test_a_completed_savepoint_keeps_only_the_files_its_metadata_names(tmp_path)
     request = SavepointRequest(str(tmp_path), stop=False, drain=False)
     directory = savepoints.begin(request, "job")
     directory.write_bytes("op/0-loser.lgcs", b"an attempt that lost")
-    complete_savepoint(directory, CheckpointMetadata("job", 0, 3, {}))
+    complete_savepoint(directory, CheckpointMetadata("job", 0, 3, {}), None)
     assert sorted(p.name for p in (tmp_path / directory.url.rpartition("/")[2]).rglob("*")) == [
         "_metadata"
     ]
-    assert load_savepoint(directory.url).epoch == 3
+    assert load_savepoint(directory.url, None).epoch == 3

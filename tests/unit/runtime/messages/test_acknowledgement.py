@@ -87,7 +87,7 @@ def test_acks_are_created_exclusively_one_per_attempt(tmp_path):
         (lambda s: s["changes"].update(backend="leveldb"), "unknown backend 'leveldb'"),
         (
             lambda s: s["changes"]["files"].update(x=["u"]),
-            "files\\['x'\\] is list \\['u'\\], not \\[url, size\\]",
+            "files\\['x'\\] is list \\['u'\\], not \\[url, size, sha256\\]",
         ),
         (
             lambda s: s["changes"].update(kinds={"count": 3}),

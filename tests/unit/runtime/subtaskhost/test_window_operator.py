@@ -57,7 +57,7 @@ class Backends:
         if self.kind == "heap":
             kinds = backend.kinds
             groups = {g: c for g in ALL if (c := backend.group_contents(g))}
-            data, positions = snapshot.encode(kinds, groups)
+            data, positions = snapshot.encode(kinds, groups, False)
             restored = self()
             for group, position in positions.items():
                 handle = snapshot.GroupHandle("memory", *position)

@@ -115,7 +115,7 @@ def savepoint(root: Path) -> SubtaskFiles:
     backend = HeapRestoreOperation().restore(subtask(), None, True)
     fill(backend)
     storage = Storage(str(root))
-    manifest = write_savepoint_state(backend, subtask(), storage, "op/0.lgcs")
+    manifest = write_savepoint_state(backend, subtask(), storage, "op/0.lgcs", False)
     return files(manifest.map_urls(storage.url_of))
 
 

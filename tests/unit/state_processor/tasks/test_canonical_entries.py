@@ -76,7 +76,7 @@ def test_a_key_without_a_portable_encoding_or_null_is_refused():
 
 
 def write(tmp_path, entries, kinds, parallelism=1, index=0, max_parallelism=MAX_P):
-    task = WriteTask("op", str(tmp_path), "op", kinds)
+    task = WriteTask("op", str(tmp_path), "op", kinds, False)
     pairs = sorted(((e[0], e[1:]) for e in entries), key=lambda pair: pair[0])
     (text,) = write_subtask(dump(task), index, pairs)
     return WrittenSubtask.load(text)

@@ -140,7 +140,7 @@ def test_broadcast_entries_go_to_every_subtask():
 
 
 def write(tmp_path, found, modes, index=0, key_columns=None):
-    task = OperatorStateWriteTask("tally", str(tmp_path), "tally", modes, key_columns or {})
+    task = OperatorStateWriteTask("tally", str(tmp_path), "tally", modes, key_columns or {}, False)
     mine = sorted(e for e in found if e[0][0] == index)
     (text,) = write_operator_state_subtask(dump(task), index, mine)
     written = WrittenOperatorState.load(text)
