@@ -5,7 +5,9 @@ in a temporary directory:
 
 (a) The keyed-count job of ``bench/keyed_count.py`` (its ``CountAndSum``, ``make_events``
     and settings, imported from it) with checkpointing off, every 1 s
-    (``enable_checkpointing(1000)``) and every epoch (``enable_checkpointing(1)``): events/s
+    (``enable_checkpointing(1000)``), every epoch (``enable_checkpointing(1)``), and every
+    epoch with signed checkpoints (``lockgate.security.checkpoint-signing-key-file``: every
+    state blob digested with SHA-256, ``_metadata`` signed): events/s
     of each (median of ``--repeats`` interleaved runs, so that changing load on a shared
     machine hits every mode alike; the best run is printed too), number of checkpoints, and
     the median checkpoint duration, size (``size_bytes``: all state a checkpoint refers to)
@@ -49,8 +51,8 @@ in a temporary directory:
 The last printed line is the figures line:
 
     checkpoint_cost off_events_per_s=... every_1s_events_per_s=... every_epoch_events_per_s=...
-    median_checkpoint_ms=... median_checkpoint_bytes=... incremental_bytes=... full_bytes=...
-    recovery_ms=...
+    median_checkpoint_ms=... median_checkpoint_bytes=... signed_events_per_s=...
+    signed_median_checkpoint_ms=... incremental_bytes=... full_bytes=... recovery_ms=...
 
 where the checkpoint medians are those of the every-epoch runs of (a).
 
@@ -65,6 +67,7 @@ import argparse
 import glob
 import importlib.util
 import random
+import secrets
 import statistics
 import sys
 import tempfile
@@ -103,7 +106,13 @@ keyed_count = _load_keyed_count()
 CountAndSum = keyed_count.CountAndSum
 _key = keyed_count._key
 
-MODES = {"off": None, "every_1s": 1000, "every_epoch": 1}
+# mode -> (checkpoint interval in ms or None, signed)
+MODES = {
+    "off": (None, False),
+    "every_1s": (1000, False),
+    "every_epoch": (1, False),
+    "every_epoch_signed": (1, True),
+}
 POISON = -1  # a value no generated event has: the recovery job's first run fails on it
 
 
@@ -149,12 +158,21 @@ def _completed(result) -> list:
 # (a) Throughput ------------------------------------------------------------------------------
 
 
-def run_keyed_count(spark, args, events, work_dir: str, interval_ms: int | None):
+def run_keyed_count(
+    spark, args, events, work_dir: str, interval_ms: int | None, signed: bool = False
+):
     """The job of keyed_count.run_job, with checkpointing as asked."""
     env = _environment(spark, work_dir, args.max_records_per_split, args.parallelism)
     with tempfile.TemporaryDirectory(prefix="lockgate-chk-") as checkpoint_dir:
         if interval_ms is not None:
             _checkpoint_every(env, interval_ms, checkpoint_dir)
+        if signed:
+            key = Path(work_dir) / "signing-key"
+            key.write_bytes(secrets.token_bytes(32))
+            key.chmod(0o600)
+            config = Configuration()
+            config.set_string(options.CHECKPOINT_SIGNING_KEY_FILE.key, str(key))
+            env.configure(config)
         source = env.from_collection(events)
         if args.source_parallelism != 1:
             source = source.set_parallelism(args.source_parallelism)
@@ -167,8 +185,8 @@ def run_keyed_count(spark, args, events, work_dir: str, interval_ms: int | None)
 def throughput(spark, args, events, work_dir: str) -> dict[str, dict]:
     runs: dict[str, list] = {mode: [] for mode in MODES}
     for _ in range(args.repeats):
-        for mode, interval in MODES.items():  # interleaved, so that drift hits all modes
-            runs[mode].append(run_keyed_count(spark, args, events, work_dir, interval))
+        for mode, (interval, signed) in MODES.items():  # interleaved: drift hits all modes
+            runs[mode].append(run_keyed_count(spark, args, events, work_dir, interval, signed))
     figures = {}
     for mode, results in runs.items():
         checkpoints = [c for _, result in results for c in _completed(result)]
@@ -410,12 +428,15 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = variants[f"random_p{default_max}"]
     every_epoch = modes["every_epoch"]
+    signed = modes["every_epoch_signed"]
     print(
         f"checkpoint_cost off_events_per_s={modes['off']['events_per_s']:.2f} "
         f"every_1s_events_per_s={modes['every_1s']['events_per_s']:.2f} "
         f"every_epoch_events_per_s={every_epoch['events_per_s']:.2f} "
         f"median_checkpoint_ms={every_epoch['median_checkpoint_ms']:.2f} "
         f"median_checkpoint_bytes={every_epoch['median_checkpoint_bytes']} "
+        f"signed_events_per_s={signed['events_per_s']:.2f} "
+        f"signed_median_checkpoint_ms={signed['median_checkpoint_ms']:.2f} "
         f"incremental_bytes={summary['incremental_bytes']} full_bytes={summary['full_bytes']} "
         f"recovery_ms={recoveries[default_max]['restore_ms']:.2f}"
     )

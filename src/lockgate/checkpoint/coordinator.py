@@ -254,8 +254,9 @@ def load_checkpoint(
     ``signing_key`` when there is one.
 
     A damaged ``_metadata`` makes the previous retained checkpoint of the same job the one
-    to restore; the second value lists what was skipped and why. One that fails the
-    signature check is refused instead: an older checkpoint is no safer than its writer.
+    to restore; the second value lists what was skipped and why. With a signing key nothing
+    is skipped: a checkpoint that cannot be used is refused, since whoever can damage one
+    can damage them all, and falling back would roll the job back to older state.
     """
     path = path.rstrip("/")
     chk_dir = path[: -len("/_metadata")] if path.endswith("/_metadata") else path
@@ -275,20 +276,31 @@ def load_checkpoint(
         meta_url = job_root.url_of(f"chk-{checkpoint_id}/_metadata")
         try:
             body = metadata.decode(read_url(meta_url), meta_url, signing_key)
+            if body.checkpoint_id != checkpoint_id:
+                raise metadata.CheckpointFormatError(
+                    f"{meta_url} holds checkpoint {body.checkpoint_id}, not {checkpoint_id}"
+                )
             absolute = with_absolute_files(body, job_root.url_of(""), meta_url)
         except FileNotFoundError:
-            skipped.append(f"{meta_url} is missing")
-            continue
+            problem = f"{meta_url} is missing"
         except metadata.CheckpointSignatureError:
             raise
         except metadata.CheckpointFormatError as exc:
-            skipped.append(str(exc))
-            continue
-        return (
-            CompletedCheckpoint(
-                body.checkpoint_id, body.epoch, absolute, job_root.url_of(f"chk-{checkpoint_id}")
-            ),
-            skipped,
-        )
+            problem = str(exc)
+        else:
+            return (
+                CompletedCheckpoint(
+                    body.checkpoint_id,
+                    body.epoch,
+                    absolute,
+                    job_root.url_of(f"chk-{checkpoint_id}"),
+                ),
+                skipped,
+            )
+        if signing_key is not None:
+            raise metadata.CheckpointSignatureError(
+                f"{problem}: a job with a signing key does not fall back to an older checkpoint"
+            )
+        skipped.append(problem)
     reasons = "; ".join(skipped) or "no checkpoint found"
     raise metadata.CheckpointFormatError(f"no usable checkpoint at {path}: {reasons}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
@@ -39,6 +40,9 @@ _OLDER_VERSIONS = {
 # state (user functions had none before version 4)
 _WITHOUT_WATERMARKS = 2
 _WITHOUT_MANAGED_STATE = 3
+
+
+_HEX_MAC = re.compile(r"[0-9a-f]{64}")
 
 
 class CheckpointFormatError(ValueError):
@@ -213,7 +217,7 @@ def _check_signature(
         )
     key_id = signature.get("key") if isinstance(signature, dict) else None
     mac = signature.get("hmac_sha256") if isinstance(signature, dict) else None
-    if not isinstance(key_id, str) or not isinstance(mac, str):
+    if not isinstance(key_id, str) or not isinstance(mac, str) or not _HEX_MAC.fullmatch(mac):
         raise CheckpointSignatureError(f"checkpoint metadata {path} has a damaged signature")
     if key_id != signing_key.key_id:
         raise CheckpointSignatureError(

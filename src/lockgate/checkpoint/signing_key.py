@@ -43,7 +43,8 @@ class CheckpointSigningKey:
         """The key in file ``path``: a regular file of this user that no other user can read
         or write, of 32 to 4096 bytes."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO put in the key's place must not hang the job's start
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
             raise SigningKeyError(
                 f"checkpoint signing key file {path}: {exc.strerror or exc}"

@@ -29,11 +29,7 @@ The class keywords:
   that name, checked when read, and picks the class where a field's type is a union of such
   records.
 - ``array=True``: written as a JSON array of its fields in order (``[file, offset, length,
-  crc]``), for small records that a file holds many of. Trailing fields that hold their
-  default are left out.
-
-A field with a default may be absent when read (the record was written before the field
-existed): it takes its default.
+  crc]``), for small records that a file holds many of.
 
 Field types: ``int`` (not bool), ``float`` (an int is read as a float), ``str``, ``bool``,
 ``Any`` (any JSON, as it is), records, ``X | None``, unions of tagged records,
@@ -41,8 +37,10 @@ Field types: ``int`` (not bool), ``float`` (an int is read as a float), ``str``,
 ``dict[str, X]`` and ``Mapping[str, X]``, ``dict[int, X]`` (keys as decimal strings), enums
 (by value) and ``Literal[...]``. ``Annotated`` adds rules: ``Minimum`` (a least value),
 ``Custom`` (a field's own encoding, such as front-coded paths), ``MAP_KEY`` (the field is the
-key under which the record is kept in a dict, and is not written in the record itself). A
-rule across fields goes in the record's ``validate``.
+key under which the record is kept in a dict, and is not written in the record itself),
+``ADDED`` (a field with a default, added after records were first written: when absent, it
+takes its default; an array record leaves it out while it holds the default, and only after
+the fields before it). A rule across fields goes in the record's ``validate``.
 """
 
 from __future__ import annotations
@@ -99,6 +97,15 @@ class _MapKey:
 
 #: ``Annotated[str, MAP_KEY]``: the field is the key of the dict the record is kept in
 MAP_KEY = _MapKey()
+
+
+class _Added:
+    def __repr__(self) -> str:
+        return "ADDED"
+
+
+#: ``Annotated[str | None, ADDED] = None``: the field may be absent (written before it existed)
+ADDED = _Added()
 
 
 # The base class ---------------------------------------------------------------------------
@@ -312,7 +319,7 @@ def _annotated(codec: _Codec, extras: tuple[Any, ...], owner: str) -> _Codec:
             codec = _minimum(codec, extra)
         elif isinstance(extra, Custom):
             codec = _custom(extra)
-        elif extra is not MAP_KEY:
+        elif extra is not MAP_KEY and extra is not ADDED:
             raise TypeError(f"{owner}: unknown annotation {extra!r}")
     return codec
 
@@ -511,16 +518,20 @@ class _Field(NamedTuple):
     name: str
     encode: Callable[[Any], Any]
     decode: Decode
-    default: Callable[[], Any] | None  # the value of the field when absent (None: required)
+    default: Callable[[], Any] | None  # the value of an ADDED field when absent; else None
 
 
-def _default(field: dataclasses.Field[Any]) -> Callable[[], Any] | None:
+def _added_default(
+    field: dataclasses.Field[Any], hint: Any, owner: str
+) -> Callable[[], Any] | None:
+    if not (get_origin(hint) is Annotated and ADDED in get_args(hint)[1:]):
+        return None
     if field.default is not dataclasses.MISSING:
         value = field.default
         return lambda: value
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory
-    return None
+    raise TypeError(f"{owner}: an ADDED field needs a default")
 
 
 _RECORD_CODECS: dict[type, _RecordCodec] = {}
@@ -575,7 +586,12 @@ class _RecordCodec:
         if self._fields is None:
             hints = self._hints()
             self._fields = [
-                _Field(f.name, codec.encode, codec.decode, _default(f))
+                _Field(
+                    f.name,
+                    codec.encode,
+                    codec.decode,
+                    _added_default(f, hints[f.name], f"field '{f.name}' of {self.name}"),
+                )
                 for f in dataclasses.fields(self.cls)
                 if f.name != self.key_field
                 for codec in [_compile(hints[f.name], f"field '{f.name}' of {self.name}")]

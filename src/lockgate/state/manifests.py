@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import ClassVar, Self
+from typing import Annotated, ClassVar, Self
 
-from lockgate.common.records import Record, RecordFormatError
+from lockgate.common.records import ADDED, Record, RecordFormatError
 from lockgate.state.key_groups import KeyGroupRange
 from lockgate.state.snapshot import GroupHandle
 
@@ -103,7 +103,7 @@ class FileHandle(Record, array=True):
 
     url: str
     size: int
-    sha256: str | None = None
+    sha256: Annotated[str | None, ADDED] = None
 
 
 @dataclass(frozen=True)

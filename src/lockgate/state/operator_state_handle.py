@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Annotated, Any
 
-from lockgate.common.records import Minimum, Record, RecordFormatError
+from lockgate.common.records import ADDED, Minimum, Record, RecordFormatError
 from lockgate.core.fs.storage import read_url
 from lockgate.state import state_digest
 
@@ -62,7 +62,7 @@ class OperatorStateHandle(Record):
     size: int
     crc: int
     states: dict[str, StateMeta]  # by state name, sorted
-    sha256: str | None = None
+    sha256: Annotated[str | None, ADDED] = None
 
     @staticmethod
     def of(

@@ -606,7 +606,9 @@ class RocksDBKeyedStateBackend:
                     relative = f"{prefix}/{tag}/{name}"
                 size = os.path.getsize(local_path)
                 sha256 = state_digest.file_digest(local_path) if digests else None
-                storage.put_file(local_path, relative)
+                # A signed checkpoint's files are copies: the local snapshot, which a later
+                # restore here uses unchecked, must not be the stored file itself
+                storage.put_file(local_path, relative, link=not digests)
                 handle = FileHandle(storage.url_of(relative), size, sha256)
                 written += size
                 if name.endswith(".sst"):

@@ -14,9 +14,9 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from lockgate.common.records import Record
+from lockgate.common.records import ADDED, Record
 from lockgate.state import state_digest
 
 MAGIC = b"LGKS"
@@ -38,7 +38,7 @@ class GroupHandle(Record, array=True):
     offset: int
     length: int
     crc: int
-    sha256: str | None = None
+    sha256: Annotated[str | None, ADDED] = None
 
 
 # Where ``frame_chunks`` put a blob: (offset, length, crc, digest or None)

@@ -598,3 +598,34 @@ def test_unsigned_checkpoints_are_refused_by_a_job_with_a_key(tmp_path, clock):
     _, key = signed_checkpoints(tmp_path / "other", clock)
     with pytest.raises(CheckpointSignatureError, match=r"chk-2/_metadata is not signed"):
         load_checkpoint(coordinator.retained[1].path, key)
+
+
+def test_a_job_with_a_key_does_not_fall_back_past_a_damaged_or_missing_checkpoint(tmp_path, clock):
+    """Falling back would let whoever can write the storage roll the job back to older state
+    by damaging the newest checkpoint, without knowing the key."""
+    coordinator, key = signed_checkpoints(tmp_path, clock)
+    meta = tmp_path / "checkpoints" / JOB / "chk-2" / "_metadata"
+    signed = meta.read_bytes()
+    for damage, message in (
+        (signed[:40], r"is truncated or not a lockgate checkpoint"),
+        (signed.replace(b'"version":4', b'"version":99'), r"has format version 99"),
+        (None, r"chk-2/_metadata is missing"),
+    ):
+        if damage is None:
+            meta.unlink()
+        else:
+            meta.write_bytes(damage)
+        with pytest.raises(CheckpointSignatureError, match=rf"{message}.*does not fall back"):
+            load_checkpoint(coordinator.retained[1].path, key)
+
+
+def test_a_checkpoint_moved_into_another_checkpoints_directory_is_not_that_checkpoint(
+    tmp_path, clock
+):
+    coordinator, key = signed_checkpoints(tmp_path, clock)
+    job_dir = tmp_path / "checkpoints" / JOB
+    (job_dir / "chk-2" / "_metadata").write_bytes((job_dir / "chk-1" / "_metadata").read_bytes())
+    loaded, [reason] = load_checkpoint(coordinator.retained[1].path, None)
+    assert loaded.id == 1 and "chk-2/_metadata holds checkpoint 1, not 2" in reason
+    with pytest.raises(CheckpointSignatureError, match=r"holds checkpoint 1, not 2"):
+        load_checkpoint(coordinator.retained[1].path, key)

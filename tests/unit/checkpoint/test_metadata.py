@@ -333,10 +333,16 @@ def test_a_signed_file_naming_a_state_file_without_a_digest_is_refused(tmp_path)
         decode(encode(BODY, key), PATH, key)
 
 
-def test_a_damaged_signature_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    "signature",
+    ["forged", {"key": "k", "hmac_sha256": "é" * 64}, {"key": "k", "hmac_sha256": "AB" * 32}],
+)
+def test_a_damaged_signature_is_refused(tmp_path, signature):
     key = signing_key(tmp_path)
     envelope = json.loads(encode(SIGNED_BODY, key))
-    envelope["signature"] = "forged"
+    if isinstance(signature, dict):
+        signature = {**signature, "key": key.key_id}
+    envelope["signature"] = signature
     with pytest.raises(CheckpointSignatureError, match=r"has a damaged signature"):
         decode(json.dumps(envelope).encode(), PATH, key)
 

@@ -50,12 +50,15 @@ def test_a_key_file_others_can_read_or_of_a_bad_size_is_refused(tmp_path, data, 
         CheckpointSigningKey.load(str(path))
 
 
-def test_a_missing_file_a_directory_and_a_link_are_refused(tmp_path):
+def test_a_missing_file_a_directory_a_fifo_and_a_link_are_refused(tmp_path):
     with pytest.raises(SigningKeyError, match=r"missing: No such file"):
         CheckpointSigningKey.load(str(tmp_path / "missing"))
     (tmp_path / "dir").mkdir(mode=0o700)
     with pytest.raises(SigningKeyError, match=r"dir is not a regular file"):
         CheckpointSigningKey.load(str(tmp_path / "dir"))
+    os.mkfifo(tmp_path / "fifo", 0o600)  # opening it must not wait for a writer
+    with pytest.raises(SigningKeyError, match=r"fifo is not a regular file"):
+        CheckpointSigningKey.load(str(tmp_path / "fifo"))
     (tmp_path / "link").symlink_to(key_file(tmp_path / "key"))
     with pytest.raises(SigningKeyError, match=r"link: Too many levels of symbolic links"):
         CheckpointSigningKey.load(str(tmp_path / "link"))

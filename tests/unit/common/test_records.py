@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import pytest
 
 from lockgate.common.records import (
+    ADDED,
     MAP_KEY,
     Custom,
     Minimum,
@@ -306,13 +307,14 @@ def test_a_format_needs_a_version():
 class Handle(Record, array=True):
     file: str
     length: int
-    digest: str | None = None
+    digest: Annotated[str | None, ADDED] = None
 
 
 @dataclass(frozen=True)
 class Grown(Record):
     name: str
-    added: tuple[str, ...] = ()
+    added: Annotated[tuple[str, ...], ADDED] = ()
+    defaulted: int = 0  # a default, but not ADDED: must be there
 
 
 def test_an_array_record_leaves_out_trailing_fields_that_hold_their_default():
@@ -327,9 +329,12 @@ def test_an_array_record_leaves_out_trailing_fields_that_hold_their_default():
             Handle.from_json(short_or_long, "handles")
 
 
-def test_a_field_with_a_default_may_be_absent_one_without_may_not():
-    """A record written before a field existed reads with the field's default."""
-    assert Grown.from_json({"name": "a"}, "old") == Grown("a")
-    assert Grown("a").to_json() == {"name": "a", "added": []}  # written in full
-    with pytest.raises(RecordFormatError, match=r"old lacks the field 'name'"):
-        Grown.from_json({"added": []}, "old")
+def test_an_added_field_may_be_absent_any_other_may_not():
+    """A record written before a field was ADDED reads with the field's default."""
+    assert Grown.from_json({"name": "a", "defaulted": 0}, "old") == Grown("a")
+    assert Grown("a").to_json() == {"name": "a", "added": [], "defaulted": 0}  # in full
+    for missing in ("name", "defaulted"):
+        raw = {"name": "a", "added": [], "defaulted": 0}
+        del raw[missing]
+        with pytest.raises(RecordFormatError, match=rf"old lacks the field '{missing}'"):
+            Grown.from_json(raw, "old")

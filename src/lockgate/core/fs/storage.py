@@ -93,16 +93,18 @@ class Storage:
             if self.fs.exists(temporary):
                 self.fs.rm(temporary)
 
-    def put_file(self, local_path: str, relative: str) -> None:
+    def put_file(self, local_path: str, relative: str, link: bool) -> None:
         """Upload an immutable local file (a RocksDB SST, say) under ``relative``.
 
-        On a local file system the file is hard-linked when it can be: it never changes,
-        and the link costs nothing. Elsewhere it is copied to a temporary name and renamed.
+        With ``link``, on a local file system the file is hard-linked when it can be: it
+        never changes, and the link costs nothing (but whoever can write the stored file
+        then writes the local one too). Otherwise it is copied to a temporary name and
+        renamed.
         """
         target = self.path(relative)
         parent = target.rsplit("/", 1)[0]
         self.fs.makedirs(parent, exist_ok=True)
-        if isinstance(self.fs, LocalFileSystem):
+        if link and isinstance(self.fs, LocalFileSystem):
             try:
                 os.link(local_path, target)
                 return

@@ -72,7 +72,16 @@ class StagedFilesRegistry:
         published at once without exactly-once) are forgotten with their records.
         """
         accepted = self.accepted
-        for record in list(self.records()):
+        records = list(self.records())
+        # Never deleted on the word of another record, which anyone who can write the
+        # staging directory could plant: what accepted attempts and undecided epochs staged
+        held = {
+            url
+            for r in records
+            if r.epoch > epoch or accepted.get((r.epoch, r.vertex, r.subtask)) == r.attempt
+            for url in r.files
+        }
+        for record in records:
             if record.epoch > epoch:
                 continue  # an attempt of an epoch not decided yet
             key = (record.epoch, record.vertex, record.subtask)
@@ -80,7 +89,7 @@ class StagedFilesRegistry:
                 if record.epoch <= settled:
                     self._forget(record)  # its files are committed
                 continue
-            self._delete(record, list(record.files))
+            self._delete(record, [url for url in record.files if url not in held])
             if record.epoch <= epoch - ZOMBIE_EPOCHS:
                 self._forget(record)
         for key in [key for key in accepted if key[0] <= settled]:

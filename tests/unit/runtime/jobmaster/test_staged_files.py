@@ -136,3 +136,16 @@ def test_a_record_naming_a_file_no_sink_stages_deletes_nothing(registry, tmp_pat
     with pytest.raises(RecordFormatError):
         registry.abort_all(set())
     assert victim.read_text() == "keep"
+
+
+def test_a_planted_record_naming_an_accepted_attempts_file_does_not_delete_it(registry, tmp_path):
+    """Staging records are in checkpoint storage: one written by someone else, naming the
+    pending file of an accepted attempt (or of an epoch still running), deletes neither."""
+    [pending] = stage(registry, tmp_path, 1, 0, "e1a1", "winner")
+    [running] = stage(registry, tmp_path, 2, 1, "e2a1", "next-epoch")
+    registry.accept(1, 3, 0, "e1a1")
+    planted = StagingLog(registry.storage, 1, 3, 1, "e1a9")
+    planted.stage(f"file://{pending}")
+    planted.stage(f"file://{running}")
+    registry.sweep(settled=0, epoch=1)
+    assert pending.read_text() == "winner" and running.read_text() == "next-epoch"
