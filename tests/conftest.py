@@ -1,4 +1,5 @@
-"""Shared fixtures: one local Spark session per test process, started only when needed."""
+"""Shared fixtures: one local Spark session per test process, started only when needed, and
+the real servers the tests start themselves (a Kafka broker)."""
 
 from __future__ import annotations
 
@@ -16,3 +17,13 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """One Kafka-protocol broker per test process (``kafka_broker.KafkaBroker``)."""
+    from kafka_broker import KafkaBroker
+
+    broker = KafkaBroker().start()
+    yield broker
+    broker.close()

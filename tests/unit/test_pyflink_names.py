@@ -132,10 +132,10 @@ def test_the_placeholders_are_found():
 
 def test_placeholder_messages_name_the_alternatives():
     from lockgate.datastream.connectors.jdbc import JdbcSink
-    from lockgate.datastream.connectors.kafka import KafkaSource, Semantic
+    from lockgate.datastream.connectors.kafka import FlinkKafkaConsumer, Semantic
 
-    with pytest.raises(NotSupportedYetError, match=r"KafkaSource .* use FileSource"):
-        KafkaSource.builder()
+    with pytest.raises(NotSupportedYetError, match=r"FlinkKafkaConsumer .* use KafkaSource"):
+        FlinkKafkaConsumer(["t"], None, {})
     with pytest.raises(NotSupportedYetError, match=r"Semantic .* use FileSink"):
         Semantic.EXACTLY_ONCE  # noqa: B018
     with pytest.raises(NotSupportedYetError, match=r"JdbcSink .* use FileSink"):

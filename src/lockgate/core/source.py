@@ -94,6 +94,14 @@ class SplitEnumerator(ABC):
         incompatible one raises ``RecordFormatError`` naming ``where``, and leaves the
         enumerator as it was."""
 
+    def close(self) -> None:
+        """Release what the enumerator holds (a client's connections): the job ended, or a
+        restore replaced it."""
+
+    def notify_checkpoint_complete(self, snapshot: Any) -> None:
+        """A checkpoint holding this enumerator's ``snapshot`` completed (Kafka commits its
+        offsets to the consumer group then); after the checkpoint's sinks committed."""
+
 
 class Source(ABC):
     """A source of a job: plans on the driver, reads in tasks."""
@@ -101,6 +109,9 @@ class Source(ABC):
     bounded: bool = True
     #: parallelism the source runs at unless set on the stream (None: the job's parallelism)
     default_parallelism: int | None = None
+    #: ``read`` yields ``(record, timestamp)`` pairs: the timestamp (ms) the record has in
+    #: the system it comes from (Kafka's), which a WatermarkStrategy's assigner receives
+    timestamped: bool = False
 
     @abstractmethod
     def create_enumerator(self, parallelism: int) -> SplitEnumerator: ...
@@ -109,8 +120,9 @@ class Source(ABC):
     def read(
         self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
     ) -> Iterator[Any]:
-        """Yield the assignment's records; record the split's end in ``progress``.
-        ``payload`` is what the enumerator sent beside the assignment."""
+        """Yield the assignment's records (with their timestamps if ``timestamped``); record
+        the split's end in ``progress``. ``payload`` is what the enumerator sent beside the
+        assignment."""
 
     def validate(self) -> None:
         """Check the source's configuration on the driver, before the job starts."""

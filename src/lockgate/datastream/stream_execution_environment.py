@@ -257,7 +257,8 @@ class StreamExecutionEnvironment:
             name,
             operator=source,
             parallelism=source.default_parallelism,
-            timestamps=strategy is not None and strategy.timestamp_assigner is not None,
+            timestamps=source.timestamped
+            or (strategy is not None and strategy.timestamp_assigner is not None),
             watermark_strategy=strategy,
             output_type=declared_type(type_info, "type_info"),
         )

@@ -57,6 +57,7 @@ class CheckpointFinalizer:
         self.ctx.results.release()
         self.ctx.injector.strike("after-metadata-before-commit", checkpoint.id)
         self.commit(checkpoint)
+        self.ctx.state.notify_sources(checkpoint.metadata)
         self.ctx.state.committed_epoch = epoch
         for dropped in self.ctx.coordinator.subsume():
             self.ctx.shared_state.release(("checkpoint", dropped.id))

@@ -169,6 +169,7 @@ class JobMaster:
             except SPARK_JOB_FAILURES as exc:  # the session may be gone; the job's error matters
                 log.warning("could not cancel the next epoch's source stages: %s", exc)
             self.spark_job.close()
+            self.ctx.state.close_enumerators()
             if not self._subtasks_closed:
                 self._release_subtasks()
             self.ctx.summary.finished = time.monotonic()

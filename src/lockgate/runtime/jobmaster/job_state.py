@@ -105,6 +105,7 @@ class JobState:
         """Back to the start of the job: nothing read, no state."""
         self.epoch = 0
         self.committed_epoch = 0
+        self.close_enumerators()
         self.enumerators = {
             v.id: v.head.source.create_enumerator(v.parallelism) for v in self.job.sources
         }
@@ -250,6 +251,19 @@ class JobState:
         # a checkpoint follows an epoch, whose acks replaced what a restore assigned
         assert len(parts) == 1 and parts[0].is_whole(), f"{uid}: operator state not snapshotted"
         return parts[0].handle
+
+    def close_enumerators(self) -> None:
+        for enumerator in self.enumerators.values():
+            enumerator.close()
+
+    def notify_sources(self, checkpoint: CheckpointMetadata) -> None:
+        """Tell each source's enumerator that ``checkpoint`` completed, with its state in it."""
+        for vertex in self.job.vertices:
+            enumerator = self.enumerators.get(vertex.id)
+            for node in vertex.nodes:
+                operator = checkpoint.operators.get(node.uid) if node.is_source else None
+                if enumerator is not None and operator is not None:
+                    enumerator.notify_checkpoint_complete(operator.coordinator_state)
 
     def committables(self, checkpoint: CheckpointMetadata) -> Iterator[tuple[Committer, Any]]:
         """(committer, committable) of every two-phase-commit sink in a checkpoint."""

@@ -121,7 +121,10 @@ class SubtaskHost:
         split = assignment.split
         while True:
             chunk = list(islice(reader, _SOURCE_CHUNK))
-            operator.emit_chunk(split, chunk)
+            if source.timestamped:
+                operator.emit_chunk(split, [r for r, _ in chunk], [t for _, t in chunk])
+            else:
+                operator.emit_chunk(split, chunk)
             epoch.records_in += len(chunk)
             if len(chunk) < _SOURCE_CHUNK:
                 break

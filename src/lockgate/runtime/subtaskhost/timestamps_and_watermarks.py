@@ -158,16 +158,21 @@ class SourceOperator(_Assigning):
     def process(self, value: Any) -> None:
         raise TypeError(f"source '{self.ctx.name}' takes its records from its reader")
 
-    def emit_chunk(self, split: str, values: list[Any]) -> None:
+    def emit_chunk(
+        self, split: str, values: list[Any], timestamps: list[int] | None = None
+    ) -> None:
+        """Hand ``values`` read from ``split`` to the chain, with the ``timestamps`` they
+        have in their source (a timestamped source's) or their strategy's assigner gives."""
         if self.convert is not None:
             values = self._converted(self.convert, values)
-        timestamps = None
         if self.splits is not None:
             max_timestamp = LONG_MIN
             if self.extract is not None:
-                timestamps = [self.timestamp_of(value, LONG_MIN) for value in values]
-                if timestamps:
-                    max_timestamp = max(timestamps)
+                given = timestamps if timestamps is not None else repeat(LONG_MIN)
+                timestamp_of = self.timestamp_of
+                timestamps = [timestamp_of(v, t) for v, t in zip(values, given, strict=False)]
+            if timestamps:
+                max_timestamp = max(timestamps)
             self.splits.read(split, max_timestamp, len(values), processing_time_ms())
         for target in self.targets:
             target.process_batch(values, timestamps)

@@ -1,0 +1,1 @@
+"""Kafka: topic partitions read as splits whose offsets live in the checkpoint."""

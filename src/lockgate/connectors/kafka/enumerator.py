@@ -1,0 +1,280 @@
+"""The Kafka source's split enumerator, on the driver: which topic partitions exist, where
+each is read up to, and how far each epoch reads.
+
+A split is one topic partition and its position the next offset to read. Each epoch reads
+of a partition the offsets from its position up to an end the driver fixes when it plans
+the epoch (the partition's end at that moment, its stopping offset, or the epoch's cap), so
+a re-run of the epoch reads exactly the same records, and a checkpoint holds every
+partition's position: a restore resumes there, at any parallelism. The driver learns ends
+and partitions from the broker's metadata; records are read only by the tasks.
+
+A partition is read by subtask ``(start + partition) % parallelism``, where ``start`` comes
+from the topic's Java hash code, as Flink's KafkaSourceEnumerator assigns them. Topics and
+partitions are discovered again every ``partition.discovery.interval.ms`` while the source
+is unbounded; a partition found after the start is read from its earliest offset, as in
+Flink.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lockgate.common.records import Record, RecordFormatError
+from lockgate.connectors.kafka.client import DEFAULT_TIMEOUT_S, ConsumerSettings, confluent_kafka
+from lockgate.connectors.kafka.offsets import OffsetKind, OffsetsSpec, resolve, watermarks
+from lockgate.connectors.kafka.splits import PartitionId, partition_of, split_id
+from lockgate.core.source import (
+    Position,
+    SourceError,
+    SplitAssignment,
+    SplitEnumerator,
+    SplitProgress,
+)
+
+STATE_FORMAT = "lockgate-kafka-source"
+STATE_VERSION = 1
+log = logging.getLogger("lockgate")
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (a signed 32-bit int)."""
+    value = 0
+    data = text.encode("utf-16-be")
+    for index in range(0, len(data), 2):
+        value = (31 * value + int.from_bytes(data[index : index + 2], "big")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def owner(partition: PartitionId, parallelism: int) -> int:
+    """The subtask that reads ``partition`` (Flink's ``KafkaSourceEnumerator.getSplitOwner``)."""
+    topic, number = partition
+    start = ((java_string_hash(topic) * 31) & 0x7FFFFFFF) % parallelism
+    return (start + number) % parallelism
+
+
+@dataclass(frozen=True)
+class KafkaPartitionSplit(Record, array=True):
+    """JSON: ``[topic, partition, position, stop]`` (``stop`` null: read on)."""
+
+    topic: str
+    partition: int
+    position: Position  # the next offset to read
+    stop: int | None  # the offset the source stops at (bounded, or given stopping offsets)
+
+    @property
+    def id(self) -> PartitionId:
+        return self.topic, self.partition
+
+    @property
+    def done(self) -> bool:
+        return self.stop is not None and self.position >= self.stop
+
+
+@dataclass(frozen=True)
+class KafkaEnumeratorState(Record, format=STATE_FORMAT, version=STATE_VERSION):
+    """A checkpoint's ``coordinator_state`` of a Kafka source."""
+
+    splits: tuple[KafkaPartitionSplit, ...]  # sorted by topic and partition
+
+    def validate(self, where: str) -> None:
+        ids = [s.id for s in self.splits]
+        if len(set(ids)) != len(ids):
+            raise RecordFormatError(f"{where}: a partition is listed twice")
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Which partitions a source reads: topics, a topic pattern, or given partitions."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None  # a regular expression a whole topic name matches
+    partitions: tuple[PartitionId, ...] = ()
+
+    def describe(self) -> str:
+        if self.pattern is not None:
+            return f"topics matching {self.pattern!r}"
+        if self.partitions:
+            return f"partitions {sorted(self.partitions)}"
+        return f"topics {list(self.topics)}"
+
+
+class KafkaSplitEnumerator(SplitEnumerator):
+    def __init__(
+        self,
+        settings: ConsumerSettings,
+        subscription: Subscription,
+        starting: OffsetsSpec,
+        stopping: OffsetsSpec | None,
+        bounded: bool,
+        discovery_interval_ms: int,
+        commit_offsets: bool,
+        parallelism: int,
+        where: str,
+    ):
+        self.settings = settings
+        self.subscription = subscription
+        self.starting = starting
+        self.stopping = stopping
+        self.bounded = bounded
+        self.discovery_interval_ms = discovery_interval_ms  # < 0: discover once
+        self.commit_offsets = commit_offsets and settings.group_id is not None
+        self.parallelism = parallelism
+        self.where = where
+        self.splits: dict[PartitionId, KafkaPartitionSplit] = {}
+        self.next_discovery: float | None = 0.0  # monotonic; None: no more discoveries
+        self.discovered = False  # the first discovery, which uses the starting offsets, ran
+        self.planned_to_stop = False  # the last plan reads every partition to its stop
+        self._consumer: Any = None
+
+    # Metadata ------------------------------------------------------------------------------
+
+    def consumer(self) -> Any:
+        """The driver's consumer: offsets and metadata only, never records."""
+        if self._consumer is None:
+            self._consumer = confluent_kafka().Consumer(self.settings.config("enumerator"))
+        return self._consumer
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def _partitions(self) -> list[PartitionId]:
+        """The partitions the subscription names now."""
+        subscription = self.subscription
+        wanted = set(subscription.partitions)
+        try:
+            metadata = self.consumer().list_topics(timeout=DEFAULT_TIMEOUT_S)
+        except confluent_kafka().KafkaException as exc:
+            raise SourceError(
+                f"{self.where}: cannot list the topics of {self.settings.describe()}: "
+                f"{exc.args[0].str() if exc.args else exc}"
+            ) from None
+        found: list[PartitionId] = []
+        pattern = re.compile(subscription.pattern) if subscription.pattern else None
+        for name, topic in metadata.topics.items():
+            if topic.error is not None:
+                continue
+            if pattern is not None:
+                if not pattern.fullmatch(name) or name.startswith("__"):
+                    continue
+            elif not subscription.partitions and name not in subscription.topics:
+                continue
+            found += [(name, p) for p in topic.partitions if not wanted or (name, p) in wanted]
+        if not subscription.partitions and pattern is None:
+            topics = sorted(set(subscription.topics) - {t for t, _ in found})
+            if topics:
+                raise SourceError(
+                    f"{self.where}: topic {topics[0]!r} does not exist at "
+                    f"{self.settings.describe()}"
+                )
+        elif subscription.partitions:
+            absent = sorted(wanted - set(found))
+            if absent:
+                raise SourceError(
+                    f"{self.where}: partition {absent[0][1]} of topic {absent[0][0]!r} does "
+                    f"not exist at {self.settings.describe()}"
+                )
+        return sorted(found)
+
+    def _discover(self) -> None:
+        new = [p for p in self._partitions() if p not in self.splits]
+        if new:
+            # the first discovery starts where the source is told to, later ones at the start
+            spec = self.starting if not self.discovered else OffsetsSpec(OffsetKind.EARLIEST)
+            starts = resolve(spec, new, self.consumer(), self.settings, self.where)
+            stops = self._stops(new)
+            for partition in new:
+                stop = stops.get(partition)
+                position = starts[partition] if stop is None else min(starts[partition], stop)
+                self.splits[partition] = KafkaPartitionSplit(*partition, position, stop)
+            if self.discovered:
+                log.warning("%s: new partitions %s", self.where, [split_id(p) for p in new])
+        self.discovered = True
+        interval = self.discovery_interval_ms
+        self.next_discovery = (
+            None if self.bounded or interval < 0 else time.monotonic() + interval / 1000
+        )
+
+    def _stops(self, partitions: list[PartitionId]) -> dict[PartitionId, int]:
+        if self.stopping is None:
+            return {}
+        return resolve(self.stopping, partitions, self.consumer(), self.settings, self.where)
+
+    # SplitEnumerator ----------------------------------------------------------------------
+
+    def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
+        if self.next_discovery is not None and time.monotonic() >= self.next_discovery:
+            self._discover()
+        assignments: dict[int, list[SplitAssignment]] = {}
+        self.planned_to_stop = True
+        for partition, split in self.splits.items():
+            if split.done:
+                continue
+            end = split.stop
+            if end is None:
+                end = watermarks(self.consumer(), partition, self.settings, self.where)[1]
+            end = min(end, split.position + max_records_per_split)
+            if end <= split.position:
+                continue
+            last = split.stop is not None and end >= split.stop
+            self.planned_to_stop &= last
+            assignments.setdefault(owner(partition, self.parallelism), []).append(
+                SplitAssignment(split_id(partition), split.position, end - split.position, last)
+            )
+        return assignments
+
+    def will_finish(self) -> bool:
+        return self.bounded and self.next_discovery is None and self.planned_to_stop
+
+    def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
+        for name, report in progress.items():
+            partition = partition_of(name)
+            self.splits[partition] = replace(self.splits[partition], position=report.position)
+
+    def is_finished(self) -> bool:
+        return (
+            self.bounded
+            and self.next_discovery is None
+            and all(split.done for split in self.splits.values())
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        if self.next_discovery is not None and not self.discovered:
+            self._discover()  # a checkpoint before the first plan holds the starting offsets
+        splits = tuple(sorted(self.splits.values(), key=lambda s: s.id))
+        state: dict[str, Any] = KafkaEnumeratorState(splits).to_json()
+        return state
+
+    def restore(self, snapshot: Any, where: str) -> None:
+        state = KafkaEnumeratorState.from_json(snapshot, where)
+        self.splits = {split.id: split for split in state.splits}
+        self.discovered = True  # partitions found later start at their earliest offset
+        # a bounded source reads the partitions of its checkpoint; an unbounded one looks
+        # for new ones at once
+        self.next_discovery = None if self.bounded else 0.0
+
+    def notify_checkpoint_complete(self, snapshot: Any) -> None:
+        """Commit the positions of a completed checkpoint to the consumer group, for
+        monitoring (Flink's ``commit.offsets.on.checkpoint``); lockgate restores from its
+        checkpoints, never from these. A failed commit is logged, as in Flink."""
+        if not self.commit_offsets or snapshot is None:
+            return
+        kafka = confluent_kafka()
+        state = KafkaEnumeratorState.from_json(snapshot, self.where)
+        offsets = [kafka.TopicPartition(s.topic, s.partition, s.position) for s in state.splits]
+        if not offsets:
+            return
+        try:
+            self.consumer().commit(offsets=offsets, asynchronous=False)
+        except kafka.KafkaException as exc:
+            log.warning(
+                "%s: committing offsets to group %r failed: %s",
+                self.where,
+                self.settings.group_id,
+                exc,
+            )

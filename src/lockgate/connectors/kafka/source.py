@@ -1,0 +1,86 @@
+"""The Kafka source as the job graph holds it: where to read, from which offsets, until
+when, and how to decode. The driver plans with its enumerator (``enumerator.py``); subtask
+hosts read with its reader (``reader.py``), each keeping one consumer for the run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from lockgate.connectors.kafka.client import CHECK_TIMEOUT_S, ConsumerSettings, confluent_kafka
+from lockgate.connectors.kafka.enumerator import KafkaSplitEnumerator, Subscription
+from lockgate.connectors.kafka.offsets import OffsetsSpec
+from lockgate.connectors.kafka.reader import read_range
+from lockgate.core.source import Source, SourceError, SplitAssignment, SplitProgress
+
+# Flink's default interval of partition discovery for an unbounded source
+DEFAULT_DISCOVERY_INTERVAL_MS = 300_000
+
+
+class KafkaPartitionSource(Source):
+    timestamped = True  # records carry their Kafka timestamps
+
+    def __init__(
+        self,
+        settings: ConsumerSettings,
+        subscription: Subscription,
+        starting: OffsetsSpec,
+        stopping: OffsetsSpec | None,
+        bounded: bool,
+        discovery_interval_ms: int,
+        commit_offsets: bool,
+        deserialize: Callable[[Any], Any],
+    ):
+        self.settings = settings
+        self.subscription = subscription
+        self.starting = starting
+        self.stopping = stopping
+        self.is_bounded = bounded
+        self.discovery_interval_ms = discovery_interval_ms
+        self.commit_offsets = commit_offsets
+        self.deserialize = deserialize  # a confluent-kafka Message -> record (None: drop)
+        self._consumer: Any = None  # the reader's, in a subtask host; never pickled
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_consumer": None}
+
+    @property
+    def bounded(self) -> bool:  # type: ignore[override]
+        return self.is_bounded
+
+    def describe(self) -> str:
+        return f"KafkaSource of {self.subscription.describe()} at {self.settings.bootstrap_servers}"
+
+    def validate(self) -> None:
+        """Before the job starts: the client is installed and the brokers answer."""
+        kafka = confluent_kafka()
+        consumer = kafka.Consumer(self.settings.config("check"))
+        try:
+            consumer.list_topics(timeout=CHECK_TIMEOUT_S)
+        except kafka.KafkaException as exc:
+            raise SourceError(
+                f"{self.describe()}: the brokers do not answer: "
+                f"{exc.args[0].str() if exc.args else exc}"
+            ) from None
+        finally:
+            consumer.close()
+
+    def create_enumerator(self, parallelism: int) -> KafkaSplitEnumerator:
+        return KafkaSplitEnumerator(
+            self.settings,
+            self.subscription,
+            self.starting,
+            self.stopping,
+            self.is_bounded,
+            self.discovery_interval_ms,
+            self.commit_offsets,
+            parallelism,
+            self.describe(),
+        )
+
+    def read(
+        self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
+    ) -> Iterator[tuple[Any, int]]:
+        if self._consumer is None:
+            self._consumer = confluent_kafka().Consumer(self.settings.config("reader"))
+        return read_range(self._consumer, self.settings, assignment, self.deserialize, progress)
