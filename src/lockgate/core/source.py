@@ -35,6 +35,11 @@ class SourceError(RuntimeError):
     """A source cannot read its input: a missing, unreadable or undecodable file."""
 
 
+class SourceUnavailableError(OSError):
+    """The system a source reads from does not answer (a broker down, a network partition):
+    the job fails over and retries, by its restart strategy."""
+
+
 @dataclass(frozen=True)
 class SplitAssignment(Record, format=ASSIGNMENT_FORMAT, version=ASSIGNMENT_VERSION):
     """What one source subtask reads of one split in one epoch (Flink: a source split)."""
@@ -126,3 +131,7 @@ class Source(ABC):
 
     def validate(self) -> None:
         """Check the source's configuration on the driver, before the job starts."""
+
+    def close(self) -> None:
+        """Release what reading held in this process (a client's connections): the subtask
+        that read is done."""

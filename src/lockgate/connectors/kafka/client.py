@@ -39,6 +39,12 @@ def confluent_kafka() -> ModuleType:
     return module
 
 
+def error_text(exc: Exception) -> str:
+    """The message of a confluent-kafka exception (its KafkaError's)."""
+    text = getattr(exc.args[0], "str", None) if exc.args else None
+    return str(text()) if callable(text) else str(exc)
+
+
 @dataclass(frozen=True)
 class ConsumerSettings:
     """What every consumer of one source is made from (driver and tasks alike)."""
@@ -47,10 +53,6 @@ class ConsumerSettings:
     properties: dict[str, str] = field(default_factory=dict)  # the client's, as given
     group_id: str | None = None
     client_id_prefix: str | None = None
-
-    @property
-    def read_committed(self) -> bool:
-        return self.properties.get("isolation.level") == "read_committed"
 
     def config(self, purpose: str) -> dict[str, Any]:
         """The consumer configuration; ``purpose`` names the consumer in the broker's logs."""

@@ -12,7 +12,10 @@ A partition is read by subtask ``(start + partition) % parallelism``, where ``st
 from the topic's Java hash code, as Flink's KafkaSourceEnumerator assigns them. Topics and
 partitions are discovered again every ``partition.discovery.interval.ms`` while the source
 is unbounded; a partition found after the start is read from its earliest offset, as in
-Flink.
+Flink. A partition that is gone (its topic deleted) is no longer read. A position no longer
+in its partition (records deleted by retention before they were read, a topic made anew, a
+log truncated) goes on by the starting offsets' reset strategy, as Flink's consumers do
+(``auto.offset.reset``), with a warning naming what was skipped; with ``NONE`` the job fails.
 """
 
 from __future__ import annotations
@@ -24,12 +27,25 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lockgate.common.records import Record, RecordFormatError
-from lockgate.connectors.kafka.client import DEFAULT_TIMEOUT_S, ConsumerSettings, confluent_kafka
-from lockgate.connectors.kafka.offsets import OffsetKind, OffsetsSpec, resolve, watermarks
+from lockgate.connectors.kafka.client import (
+    DEFAULT_TIMEOUT_S,
+    ConsumerSettings,
+    confluent_kafka,
+    error_text,
+)
+from lockgate.connectors.kafka.offsets import (
+    OffsetKind,
+    OffsetsSpec,
+    PartitionGone,
+    ResetStrategy,
+    resolve,
+    watermarks,
+)
 from lockgate.connectors.kafka.splits import PartitionId, partition_of, split_id
 from lockgate.core.source import (
     Position,
     SourceError,
+    SourceUnavailableError,
     SplitAssignment,
     SplitEnumerator,
     SplitProgress,
@@ -150,9 +166,9 @@ class KafkaSplitEnumerator(SplitEnumerator):
         try:
             metadata = self.consumer().list_topics(timeout=DEFAULT_TIMEOUT_S)
         except confluent_kafka().KafkaException as exc:
-            raise SourceError(
+            raise SourceUnavailableError(
                 f"{self.where}: cannot list the topics of {self.settings.describe()}: "
-                f"{exc.args[0].str() if exc.args else exc}"
+                f"{error_text(exc)}"
             ) from None
         found: list[PartitionId] = []
         pattern = re.compile(subscription.pattern) if subscription.pattern else None
@@ -165,20 +181,19 @@ class KafkaSplitEnumerator(SplitEnumerator):
             elif not subscription.partitions and name not in subscription.topics:
                 continue
             found += [(name, p) for p in topic.partitions if not wanted or (name, p) in wanted]
+        missing = None
         if not subscription.partitions and pattern is None:
             topics = sorted(set(subscription.topics) - {t for t, _ in found})
             if topics:
-                raise SourceError(
-                    f"{self.where}: topic {topics[0]!r} does not exist at "
-                    f"{self.settings.describe()}"
-                )
+                missing = f"topic {topics[0]!r}"
         elif subscription.partitions:
             absent = sorted(wanted - set(found))
             if absent:
-                raise SourceError(
-                    f"{self.where}: partition {absent[0][1]} of topic {absent[0][0]!r} does "
-                    f"not exist at {self.settings.describe()}"
-                )
+                missing = f"partition {absent[0][1]} of topic {absent[0][0]!r}"
+        if missing is not None and not self.discovered:  # later: deleted, warned in plan
+            raise SourceError(
+                f"{self.where}: {missing} does not exist at {self.settings.describe()}"
+            )
         return sorted(found)
 
     def _discover(self) -> None:
@@ -197,13 +212,54 @@ class KafkaSplitEnumerator(SplitEnumerator):
         self.discovered = True
         interval = self.discovery_interval_ms
         self.next_discovery = (
-            None if self.bounded or interval < 0 else time.monotonic() + interval / 1000
+            None if self.bounded or interval <= 0 else time.monotonic() + interval / 1000
         )
 
     def _stops(self, partitions: list[PartitionId]) -> dict[PartitionId, int]:
         if self.stopping is None:
             return {}
-        return resolve(self.stopping, partitions, self.consumer(), self.settings, self.where)
+        return resolve(
+            self.stopping, partitions, self.consumer(), self.settings, self.where, stopping=True
+        )
+
+    def _ends(self, partition: PartitionId) -> tuple[int, int] | None:
+        """(first offset, end) of a partition; None when it is gone, which is logged and
+        drops its split."""
+        try:
+            return watermarks(self.consumer(), partition, self.settings, self.where)
+        except PartitionGone:
+            log.warning(
+                "%s: partition %s is gone (its topic was deleted?); it is no longer read",
+                self.where,
+                split_id(partition),
+            )
+            del self.splits[partition]
+            return None
+
+    def _reset(self, split: KafkaPartitionSplit, low: int, high: int) -> int:
+        """Where ``split`` goes on when its position is outside ``[low, high]``."""
+        strategy = self.starting.reset_strategy()
+        lost = (
+            f"offsets {split.position} to {low - 1} were deleted before they were read"
+            if split.position < low
+            else f"its position {split.position} is beyond its end {high} (a topic made "
+            "anew, a truncated log)"
+        )
+        if strategy is ResetStrategy.NONE:
+            raise SourceError(
+                f"{self.where}: partition {split_id(split.id)}: {lost}, and the offset reset "
+                "strategy is NONE"
+            )
+        position = low if strategy is ResetStrategy.EARLIEST else high
+        log.warning(
+            "%s: partition %s: %s; reading on from offset %d (%s)",
+            self.where,
+            split_id(split.id),
+            lost,
+            position,
+            strategy.name,
+        )
+        return position
 
     # SplitEnumerator ----------------------------------------------------------------------
 
@@ -212,14 +268,21 @@ class KafkaSplitEnumerator(SplitEnumerator):
             self._discover()
         assignments: dict[int, list[SplitAssignment]] = {}
         self.planned_to_stop = True
-        for partition, split in self.splits.items():
+        for partition, split in list(self.splits.items()):
             if split.done:
                 continue
-            end = split.stop
-            if end is None:
-                end = watermarks(self.consumer(), partition, self.settings, self.where)[1]
-            end = min(end, split.position + max_records_per_split)
+            ends = self._ends(partition)
+            if ends is None:
+                continue
+            low, high = ends
+            if not low <= split.position <= high:
+                split = replace(split, position=self._reset(split, low, high))
+                self.splits[partition] = split
+            end = min(high, split.position + max_records_per_split)
+            if split.stop is not None:
+                end = min(end, split.stop)
             if end <= split.position:
+                self.planned_to_stop &= split.done
                 continue
             last = split.stop is not None and end >= split.stop
             self.planned_to_stop &= last
@@ -270,7 +333,7 @@ class KafkaSplitEnumerator(SplitEnumerator):
         if not offsets:
             return
         try:
-            self.consumer().commit(offsets=offsets, asynchronous=False)
+            self.consumer().commit(offsets=offsets, asynchronous=True)
         except kafka.KafkaException as exc:
             log.warning(
                 "%s: committing offsets to group %r failed: %s",

@@ -1,8 +1,9 @@
 """Where a Kafka source starts and stops reading a partition (Flink's OffsetsInitializer),
 resolved to offsets on the driver from the broker's metadata (never from records).
 
-An offset outside what a partition holds (deleted by retention, or beyond its end) is
-brought to the nearest end, so a reader never asks for an offset the broker refuses.
+A starting offset outside what a partition holds (deleted by retention, or beyond its end)
+is brought to the nearest end, so a reader never asks for an offset the broker refuses; a
+stopping offset beyond the end stays, and the source reads up to it as records come.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from lockgate.connectors.kafka.client import DEFAULT_TIMEOUT_S, ConsumerSettings, confluent_kafka
+from lockgate.connectors.kafka.client import (
+    DEFAULT_TIMEOUT_S,
+    ConsumerSettings,
+    confluent_kafka,
+    error_text,
+)
 from lockgate.connectors.kafka.splits import PartitionId
-from lockgate.core.source import SourceError
+from lockgate.core.source import SourceError, SourceUnavailableError
 
 
 class OffsetKind(Enum):
@@ -44,6 +50,19 @@ class OffsetsSpec:
             return f"timestamp({self.timestamp})"
         return f"{self.kind.value}()"
 
+    def reset_strategy(self) -> ResetStrategy:
+        """Where a partition goes on when its position is no longer in it (Flink's
+        ``auto.offset.reset`` of the starting offsets)."""
+        if self.kind is OffsetKind.EARLIEST:
+            return ResetStrategy.EARLIEST
+        if self.kind in (OffsetKind.LATEST, OffsetKind.TIMESTAMP):
+            return ResetStrategy.LATEST
+        return self.reset
+
+
+class PartitionGone(LookupError):
+    """The broker no longer knows the partition (its topic was deleted)."""
+
 
 def resolve(
     spec: OffsetsSpec,
@@ -51,9 +70,11 @@ def resolve(
     consumer: Any,
     settings: ConsumerSettings,
     where: str,
+    stopping: bool = False,
 ) -> dict[PartitionId, int]:
     """The offset ``spec`` gives each of ``partitions``; ``consumer``: a consumer of the
-    source's settings, on the driver."""
+    source's settings, on the driver; ``stopping``: offsets to stop at (not brought below a
+    partition's end)."""
     kafka = confluent_kafka()
     ends = {p: watermarks(consumer, p, settings, where) for p in partitions}
     if spec.kind is OffsetKind.EARLIEST:
@@ -61,23 +82,30 @@ def resolve(
     if spec.kind is OffsetKind.LATEST:
         return {p: high for p, (_, high) in ends.items()}
     given: dict[PartitionId, int | None] = {}
-    if spec.kind is OffsetKind.TIMESTAMP:
-        found = consumer.offsets_for_times(
-            [kafka.TopicPartition(t, p, spec.timestamp) for t, p in partitions],
-            timeout=DEFAULT_TIMEOUT_S,
-        )
-        # no record at or after the time: the partition's end
-        given = {
-            (f.topic, f.partition): f.offset if f.offset >= 0 else ends[(f.topic, f.partition)][1]
-            for f in found
-        }
-    elif spec.kind is OffsetKind.COMMITTED:
-        found = consumer.committed(
-            [kafka.TopicPartition(t, p) for t, p in partitions], timeout=DEFAULT_TIMEOUT_S
-        )
-        given = {(f.topic, f.partition): f.offset if f.offset >= 0 else None for f in found}
-    else:
-        given = {p: spec.offsets.get(p) for p in partitions}
+    try:
+        if spec.kind is OffsetKind.TIMESTAMP:
+            found = consumer.offsets_for_times(
+                [kafka.TopicPartition(t, p, spec.timestamp) for t, p in partitions],
+                timeout=DEFAULT_TIMEOUT_S,
+            )
+            # no record at or after the time: the partition's end
+            given = {
+                (f.topic, f.partition): f.offset
+                if f.offset >= 0
+                else ends[(f.topic, f.partition)][1]
+                for f in found
+            }
+        elif spec.kind is OffsetKind.COMMITTED:
+            found = consumer.committed(
+                [kafka.TopicPartition(t, p) for t, p in partitions], timeout=DEFAULT_TIMEOUT_S
+            )
+            given = {(f.topic, f.partition): f.offset if f.offset >= 0 else None for f in found}
+        else:
+            given = {p: spec.offsets.get(p) for p in partitions}
+    except kafka.KafkaException as exc:
+        raise SourceUnavailableError(
+            f"{where}: cannot resolve {spec.describe()} at {settings.describe()}: {error_text(exc)}"
+        ) from None
     offsets = {}
     for partition, offset in given.items():
         low, high = ends[partition]
@@ -94,7 +122,7 @@ def resolve(
                     "the offset reset strategy is NONE"
                 )
             offset = low if spec.reset is ResetStrategy.EARLIEST else high
-        offsets[partition] = min(max(offset, low), high)
+        offsets[partition] = max(offset, low) if stopping else min(max(offset, low), high)
     return offsets
 
 
@@ -110,8 +138,11 @@ def watermarks(
             kafka.TopicPartition(topic, number), timeout=DEFAULT_TIMEOUT_S, cached=False
         )
     except kafka.KafkaException as exc:
-        raise SourceError(
+        code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
+        if code in (kafka.KafkaError._UNKNOWN_PARTITION, kafka.KafkaError.UNKNOWN_TOPIC_OR_PART):
+            raise PartitionGone(partition) from None
+        raise SourceUnavailableError(
             f"{where}: cannot read the offsets of partition {number} of topic {topic!r} from "
-            f"{settings.describe()}: {exc.args[0].str() if exc.args else exc}"
+            f"{settings.describe()}: {error_text(exc)}"
         ) from None
     return int(low), int(high)

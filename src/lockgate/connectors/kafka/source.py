@@ -7,7 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from lockgate.connectors.kafka.client import CHECK_TIMEOUT_S, ConsumerSettings, confluent_kafka
+from lockgate.connectors.kafka.client import (
+    CHECK_TIMEOUT_S,
+    ConsumerSettings,
+    confluent_kafka,
+    error_text,
+)
 from lockgate.connectors.kafka.enumerator import KafkaSplitEnumerator, Subscription
 from lockgate.connectors.kafka.offsets import OffsetsSpec
 from lockgate.connectors.kafka.reader import read_range
@@ -52,18 +57,26 @@ class KafkaPartitionSource(Source):
         return f"KafkaSource of {self.subscription.describe()} at {self.settings.bootstrap_servers}"
 
     def validate(self) -> None:
-        """Before the job starts: the client is installed and the brokers answer."""
+        """Before the job starts: the client is installed, takes the properties, and the
+        brokers answer."""
         kafka = confluent_kafka()
-        consumer = kafka.Consumer(self.settings.config("check"))
+        try:
+            consumer = kafka.Consumer(self.settings.config("check"))
+        except kafka.KafkaException as exc:
+            raise SourceError(f"{self.describe()}: {error_text(exc)}") from None
         try:
             consumer.list_topics(timeout=CHECK_TIMEOUT_S)
         except kafka.KafkaException as exc:
             raise SourceError(
-                f"{self.describe()}: the brokers do not answer: "
-                f"{exc.args[0].str() if exc.args else exc}"
+                f"{self.describe()}: the brokers do not answer: {error_text(exc)}"
             ) from None
         finally:
             consumer.close()
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
 
     def create_enumerator(self, parallelism: int) -> KafkaSplitEnumerator:
         return KafkaSplitEnumerator(

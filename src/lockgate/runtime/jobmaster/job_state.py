@@ -8,6 +8,7 @@ checkpoint's view back.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ from lockgate.state.operator_state_handle import OperatorStateHandle, OperatorSt
 
 # operator uid -> the parts of operator state its function restores from
 ManagedParts = dict[str, list[OperatorStatePart]]
+
+log = logging.getLogger("lockgate")
 
 
 def whole_parts(handles: Mapping[str, OperatorStateHandle]) -> ManagedParts:
@@ -254,7 +257,10 @@ class JobState:
 
     def close_enumerators(self) -> None:
         for enumerator in self.enumerators.values():
-            enumerator.close()
+            try:
+                enumerator.close()
+            except Exception as exc:  # what the job did stands; only a connection leaks
+                log.warning("closing a source's split enumerator failed: %s", exc)
 
     def notify_sources(self, checkpoint: CheckpointMetadata) -> None:
         """Tell each source's enumerator that ``checkpoint`` completed, with its state in it."""

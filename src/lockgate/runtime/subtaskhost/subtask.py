@@ -21,6 +21,7 @@ from lockgate.common.type_conversion import (
 )
 from lockgate.common.watermark_strategy import LONG_MAX, LONG_MIN
 from lockgate.core.fs.storage import Storage
+from lockgate.core.source import Source
 from lockgate.graph.job_graph import JobEdge, JobGraph, JobVertex, StreamEdge, StreamNode
 from lockgate.graph.transformations import PartitioningKind
 from lockgate.runtime.messages.spark_items import HostOutput, RecordBatch
@@ -197,6 +198,7 @@ class Subtask:
         self.outbox: list[HostOutput] = []
         self.batch_bounds = batch_bounds
         self.backend: KeyedStateBackend | None = None
+        self.source: Source | None = None  # set by _build_chain for a source's chain
         self.restore = restore
         head = vertex.head
         self.keyed_subtask = KeyedSubtask(
@@ -513,9 +515,12 @@ class Subtask:
         return write_savepoint_state(self.backend, self.keyed_subtask, storage, relative, digests)
 
     def dispose(self) -> None:
-        """Release what the subtask holds outside the Python heap (a RocksDB instance)."""
+        """Release what the subtask holds outside the Python heap (a RocksDB instance, a
+        source's client)."""
         if self.backend is not None:
             self.backend.dispose()
+        if self.source is not None:
+            self.source.close()
 
     def notify_checkpoint_complete(self, epoch: int) -> None:
         for operator in self.operators:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from lockgate.common.serialization import SimpleStringSchema
 from lockgate.connectors.kafka.enumerator import java_string_hash, owner
@@ -191,7 +192,7 @@ def test_a_topic_pattern_finds_topics_and_partitions_made_later(kafka_broker):
         None,
         pattern=rf"{prefix}-.*",
         bounded=None,
-        properties={"partition.discovery.interval.ms": "0"},
+        properties={"partition.discovery.interval.ms": "1"},
     )
     enumerator = src.create_enumerator(2)
     assert values(run_epoch(src, enumerator, 10)) == ["a"]
@@ -229,3 +230,89 @@ def test_partitions_are_owned_as_flink_assigns_them():
     assert java_string_hash("hello") == 99162322  # Java's "hello".hashCode()
     start = ((java_string_hash("orders") * 31) & 0x7FFFFFFF) % 3
     assert [owner(("orders", p), 3) for p in range(4)] == [(start + p) % 3 for p in range(4)]
+
+
+def test_discovery_interval_zero_or_negative_turns_discovery_off(kafka_broker):
+    prefix = f"off{int(time.time() * 1000)}"
+    kafka_broker.create_topic(1, f"{prefix}-a")
+    src = source(
+        kafka_broker,
+        None,
+        pattern=rf"{prefix}-.*",
+        bounded=None,
+        properties={"partition.discovery.interval.ms": "0"},
+    )
+    enumerator = src.create_enumerator(1)
+    run_epoch(src, enumerator, 10)
+    later = kafka_broker.create_topic(1, f"{prefix}-b")
+    kafka_broker.produce(later, [(0, b"b")])
+    assert values(run_epoch(src, enumerator, 10)) == []
+
+
+def test_a_deleted_topic_is_no_longer_read_and_the_others_go_on(kafka_broker, caplog):
+    prefix = f"del{int(time.time() * 1000)}"
+    kept = kafka_broker.create_topic(1, f"{prefix}-a")
+    deleted = kafka_broker.create_topic(1, f"{prefix}-b")
+    kafka_broker.produce(kept, [(0, b"a0")])
+    kafka_broker.produce(deleted, [(0, b"b0")])
+    src = source(
+        kafka_broker,
+        None,
+        pattern=rf"{prefix}-.*",
+        bounded=None,
+        properties={"partition.discovery.interval.ms": "1"},
+    )
+    enumerator = src.create_enumerator(2)
+    assert values(run_epoch(src, enumerator, 10)) == ["a0", "b0"]
+    snapshot = enumerator.snapshot()
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for future in admin.delete_topics([deleted]).values():
+        future.result(30)
+    kafka_broker.produce(kept, [(0, b"a1")])
+    assert values(run_epoch(src, enumerator, 10)) == ["a1"]
+    restored = src.create_enumerator(2)
+    restored.restore(snapshot, WHERE)
+    assert values(run_epoch(src, restored, 10)) == ["a1"]
+    assert f"partition {deleted}:0 is gone" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("reset", "expected"),
+    [
+        (KafkaOffsetResetStrategy.EARLIEST, ["r6", "r7", "r8", "r9"]),
+        (KafkaOffsetResetStrategy.NONE, None),
+    ],
+)
+def test_a_position_retention_deleted_goes_on_by_the_reset_strategy(
+    kafka_broker, caplog, reset, expected
+):
+    topic = kafka_broker.create_topic(1)
+    kafka_broker.produce(topic, [(0, f"r{i}".encode()) for i in range(10)])
+    given = KafkaOffsetsInitializer.offsets({KafkaTopicPartition(topic, 0): 2}, reset)
+    src = source(kafka_broker, topic, starting=given)
+    enumerator = src.create_enumerator(1)
+    enumerator.snapshot()  # a checkpoint holds position 2
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition(topic, 0, 6)]).values():
+        future.result(30)  # offsets 0 to 5 are gone, 2 to 5 unread
+    if expected is None:
+        with pytest.raises(SourceError, match=r"offsets 2 to 5 were deleted .* strategy is NONE"):
+            run_epoch(src, enumerator, 100)
+        return
+    assert values(run_epoch(src, enumerator, 100)) == expected
+    assert "offsets 2 to 5 were deleted before they were read" in caplog.text
+
+
+def test_a_stopping_offset_beyond_the_end_is_read_up_to_as_records_come(kafka_broker):
+    topic = kafka_broker.create_topic(1)
+    kafka_broker.produce(topic, [(0, f"r{i}".encode()) for i in range(3)])
+    stop = KafkaOffsetsInitializer.offsets({KafkaTopicPartition(topic, 0): 5})
+    src = source(kafka_broker, topic, bounded=stop)
+    enumerator = src.create_enumerator(1)
+    assert values(run_epoch(src, enumerator, 100)) == ["r0", "r1", "r2"]
+    assert not enumerator.is_finished()
+    kafka_broker.produce(topic, [(0, f"r{i}".encode()) for i in range(3, 8)])
+    assert values(run_epoch(src, enumerator, 100)) == ["r3", "r4"]
+    assert enumerator.is_finished()
+    src.close()
+    assert src._consumer is None
