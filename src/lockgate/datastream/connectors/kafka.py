@@ -1,22 +1,33 @@
 """The Kafka connector at PyFlink's path (``pyflink.datastream.connectors.kafka``).
 
 ``KafkaSource`` reads topic partitions as splits whose offsets live in lockgate's
-checkpoints (``lockgate.connectors.kafka``), on confluent-kafka (``pip install
-'lockgate[kafka]'``). The sink is not there yet.
+checkpoints, and ``KafkaSink`` produces with delivery guarantee NONE or AT_LEAST_ONCE
+(``lockgate.connectors.kafka``), on confluent-kafka (``pip install 'lockgate[kafka]'``).
+EXACTLY_ONCE is not there yet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from lockgate.common.serialization import DeserializationSchema
-from lockgate.common.unsupported import unsupported
+from lockgate.common.serialization import DeserializationSchema, SerializationSchema
+from lockgate.common.unsupported import not_supported, unsupported
 from lockgate.connectors.kafka.client import OWN_CONSUMER_PROPERTIES, ConsumerSettings
 from lockgate.connectors.kafka.enumerator import Subscription
 from lockgate.connectors.kafka.offsets import OffsetKind, OffsetsSpec, ResetStrategy
+from lockgate.connectors.kafka.sink import (
+    AT_LEAST_ONCE,
+    NONE,
+    OWN_PRODUCER_PROPERTIES,
+    ProducerSettings,
+)
 from lockgate.connectors.kafka.source import DEFAULT_DISCOVERY_INTERVAL_MS, KafkaPartitionSource
+from lockgate.connectors.kafka.writer import kafka_sink_writer
+from lockgate.datastream.connectors import DeliveryGuarantee
 from lockgate.datastream.connectors.dynamic_kafka import KafkaRecordDeserializationSchema
+from lockgate.graph.operator_spec import OperatorKind, OperatorSpec
 
 
 class KafkaTopicPartition:
@@ -282,18 +293,192 @@ def _int_property(value: Any, key: str) -> int:
         raise ValueError(f"{key} must be an integer (milliseconds), not {value!r}") from None
 
 
-_SINK = "FileSink (the Kafka sink is not there yet)"
+class KafkaTopicSelector:
+    """Chooses the topic of each record (``set_topic_selector``)."""
+
+    def apply(self, data: Any) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must override apply(data)")
+
+
+class KafkaRecordSerializationSchema(SerializationSchema):
+    """How a record becomes a Kafka message: its topic, key and value; build one with
+    ``KafkaRecordSerializationSchema.builder()``."""
+
+    def __init__(
+        self,
+        topic: str | None,
+        topic_selector: Callable[[Any], str] | None,
+        key_schema: SerializationSchema | None,
+        value_schema: SerializationSchema,
+    ):
+        self.topic = topic  # a fixed topic (None: the selector's)
+        self.topic_selector = topic_selector
+        self.key_schema = key_schema
+        self.value_schema = value_schema
+
+    @staticmethod
+    def builder() -> KafkaRecordSerializationSchemaBuilder:
+        return KafkaRecordSerializationSchemaBuilder()
+
+    def serialize(self, value: Any) -> tuple[str, bytes | None, bytes]:  # type: ignore[override]
+        topic = self.topic if self.topic is not None else self.topic_selector(value)  # type: ignore[misc]
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"the topic selector returned {topic!r}, not a topic name")
+        key = self.key_schema.serialize(value) if self.key_schema is not None else None
+        return topic, key, self.value_schema.serialize(value)
+
+
+class KafkaRecordSerializationSchemaBuilder:
+    def __init__(self) -> None:
+        self._topic: str | None = None
+        self._selector: Callable[[Any], str] | None = None
+        self._key: SerializationSchema | None = None
+        self._value: SerializationSchema | None = None
+
+    def set_topic(self, topic: str) -> KafkaRecordSerializationSchemaBuilder:
+        self._topic = topic
+        return self
+
+    def set_topic_selector(
+        self, topic_selector: Callable[[Any], str] | KafkaTopicSelector
+    ) -> KafkaRecordSerializationSchemaBuilder:
+        if isinstance(topic_selector, KafkaTopicSelector):
+            self._selector = topic_selector.apply
+        elif callable(topic_selector):
+            self._selector = topic_selector
+        else:
+            raise TypeError("topic_selector must be KafkaTopicSelector or a callable")
+        return self
+
+    def set_key_serialization_schema(
+        self, key_serialization_schema: SerializationSchema
+    ) -> KafkaRecordSerializationSchemaBuilder:
+        self._key = _schema(key_serialization_schema, "key")
+        return self
+
+    def set_value_serialization_schema(
+        self, value_serialization_schema: SerializationSchema
+    ) -> KafkaRecordSerializationSchemaBuilder:
+        self._value = _schema(value_serialization_schema, "value")
+        return self
+
+    def build(self) -> KafkaRecordSerializationSchema:
+        if (self._topic is None) == (self._selector is None):
+            raise ValueError(
+                "KafkaRecordSerializationSchema needs one of set_topic and set_topic_selector"
+            )
+        if self._value is None:
+            raise ValueError("KafkaRecordSerializationSchema needs set_value_serialization_schema")
+        return KafkaRecordSerializationSchema(self._topic, self._selector, self._key, self._value)
+
+
+def _schema(schema: Any, what: str) -> SerializationSchema:
+    if not isinstance(schema, SerializationSchema):
+        raise TypeError(
+            f"the {what} schema must be a SerializationSchema (SimpleStringSchema, ...), not "
+            f"{schema!r}"
+        )
+    return schema
+
+
+class KafkaSink:
+    """Writes a stream to Kafka; build one with ``KafkaSink.builder()``.
+
+    Delivery NONE (the default, as in Flink) or AT_LEAST_ONCE: at the end of every epoch the
+    brokers have acknowledged all of its records. EXACTLY_ONCE is not there yet."""
+
+    name = "Kafka Sink"
+
+    def __init__(self, settings: ProducerSettings):
+        self._settings = settings
+
+    @staticmethod
+    def builder() -> KafkaSinkBuilder:
+        return KafkaSinkBuilder()
+
+    def operator_spec(self) -> OperatorSpec:
+        return OperatorSpec(
+            OperatorKind.FACTORY,
+            kafka_sink_writer(self._settings),
+            validator=self._settings.validate,
+        )
+
+    def get_transformer(self) -> None:
+        """None: the topic selector runs in the sink's writer, no stream goes before it."""
+        return None
+
+
+class KafkaSinkBuilder:
+    def __init__(self) -> None:
+        self._bootstrap_servers: str | None = None
+        self._guarantee = DeliveryGuarantee.NONE
+        self._prefix: str | None = None
+        self._serializer: KafkaRecordSerializationSchema | None = None
+        self._properties: dict[str, str] = {}
+
+    def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSinkBuilder:
+        self._bootstrap_servers = bootstrap_servers
+        return self
+
+    def set_delivery_guarantee(self, delivery_guarantee: DeliveryGuarantee) -> KafkaSinkBuilder:
+        if not isinstance(delivery_guarantee, DeliveryGuarantee):
+            raise TypeError(f"expected a DeliveryGuarantee, not {delivery_guarantee!r}")
+        if delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE:
+            not_supported(
+                "KafkaSink with DeliveryGuarantee.EXACTLY_ONCE",
+                "DeliveryGuarantee.AT_LEAST_ONCE, or FileSink for exactly-once output",
+            )
+        self._guarantee = delivery_guarantee
+        return self
+
+    def set_transactional_id_prefix(self, transactional_id_prefix: str) -> KafkaSinkBuilder:
+        """The prefix of the sink's transactions' ids (used by EXACTLY_ONCE, which is not
+        there yet: with another guarantee it has no effect, as in Flink)."""
+        self._prefix = transactional_id_prefix
+        return self
+
+    def set_record_serializer(
+        self, record_serializer: KafkaRecordSerializationSchema
+    ) -> KafkaSinkBuilder:
+        if not isinstance(record_serializer, KafkaRecordSerializationSchema):
+            raise TypeError(
+                f"set_record_serializer needs a KafkaRecordSerializationSchema, not "
+                f"{record_serializer!r}"
+            )
+        self._serializer = record_serializer
+        return self
+
+    def set_property(self, key: str, value: str) -> KafkaSinkBuilder:
+        """A property of the Kafka producers (librdkafka's names, as Kafka's for the common
+        ones: ``acks``, ``compression.type``, ``security.protocol``, ...)."""
+        if key in OWN_PRODUCER_PROPERTIES:
+            raise ValueError(
+                f"KafkaSink sets {key!r} itself ({OWN_PRODUCER_PROPERTIES[key]}): leave it out"
+            )
+        if key == "bootstrap.servers":
+            return self.set_bootstrap_servers(str(value))
+        self._properties[key] = str(value)
+        return self
+
+    def build(self) -> KafkaSink:
+        if not self._bootstrap_servers:
+            raise ValueError("KafkaSink needs set_bootstrap_servers")
+        if self._serializer is None:
+            raise ValueError("KafkaSink needs set_record_serializer")
+        guarantee = AT_LEAST_ONCE if self._guarantee is DeliveryGuarantee.AT_LEAST_ONCE else NONE
+        return KafkaSink(
+            ProducerSettings(
+                self._bootstrap_servers, guarantee, self._serializer, dict(self._properties)
+            )
+        )
+
+
 _LEGACY = "KafkaSource (FlinkKafkaConsumer is deprecated in Flink too)"
 FlinkKafkaConsumer = unsupported("FlinkKafkaConsumer", _LEGACY, __name__)
-FlinkKafkaProducer = unsupported("FlinkKafkaProducer", _SINK, __name__)
-KafkaSink = unsupported("KafkaSink", _SINK, __name__)
-KafkaSinkBuilder = unsupported("KafkaSinkBuilder", _SINK, __name__)
-Semantic = unsupported("Semantic", _SINK, __name__)
-KafkaRecordSerializationSchema = unsupported("KafkaRecordSerializationSchema", _SINK, __name__)
-KafkaRecordSerializationSchemaBuilder = unsupported(
-    "KafkaRecordSerializationSchemaBuilder", _SINK, __name__
+FlinkKafkaProducer = unsupported(
+    "FlinkKafkaProducer", "KafkaSink (FlinkKafkaProducer is deprecated in Flink too)", __name__
 )
-KafkaTopicSelector = unsupported("KafkaTopicSelector", _SINK, __name__)
+Semantic = unsupported("Semantic", "KafkaSink with a DeliveryGuarantee", __name__)
 
 __all__ = [
     "FlinkKafkaConsumer",

@@ -1,0 +1,76 @@
+"""The Kafka sink as the job graph holds it: where records go and with which guarantee. Its
+writer (``writer.py``) produces from the subtask hosts.
+
+- ``NONE``: records are produced as they come; nothing waits for the brokers.
+- ``AT_LEAST_ONCE``: at the end of every epoch the writer waits until the brokers have
+  acknowledged every record of it; an epoch whose records are not all acknowledged fails
+  and runs again, so a failure may repeat records, never lose them.
+- ``EXACTLY_ONCE`` (Kafka transactions that commit with the checkpoint) is not there yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.connectors.kafka.client import CHECK_TIMEOUT_S, confluent_kafka, error_text
+
+NONE = "NONE"
+AT_LEAST_ONCE = "AT_LEAST_ONCE"
+
+# Properties the sink sets itself, refused when given: they would not take effect
+OWN_PRODUCER_PROPERTIES = {
+    "transactional.id": "set_transactional_id_prefix names the sink's transactions",
+    "key.serializer": "KafkaRecordSerializationSchema encodes keys",
+    "value.serializer": "KafkaRecordSerializationSchema encodes values",
+}
+
+
+class KafkaSinkError(RuntimeError):
+    """The brokers did not take a sink's records."""
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    bootstrap_servers: str
+    guarantee: str  # NONE or AT_LEAST_ONCE
+    serializer: Any  # a KafkaRecordSerializationSchema: element -> (topic, key, value)
+    properties: dict[str, str] = field(default_factory=dict)  # the client's, as given
+
+    def config(self, client_id: str) -> dict[str, Any]:
+        return {
+            # Kafka's Java producer's defaults (librdkafka's differ): records of one key go
+            # to the partition Java clients and Flink choose, acknowledged by all replicas,
+            # without duplicates from the producer's own retries
+            "partitioner": "murmur2_random",
+            "acks": "all",
+            "enable.idempotence": True,
+            "client.id": client_id,
+            **self.properties,
+            "bootstrap.servers": self.bootstrap_servers,
+        }
+
+    def describe(self) -> str:
+        return f"KafkaSink to {self.bootstrap_servers}"
+
+    def validate(self) -> None:
+        """Before the job starts: the client takes the properties, the brokers answer, and
+        a fixed topic exists."""
+        kafka = confluent_kafka()
+        try:
+            producer = kafka.Producer(self.config("lockgate-check"))
+        except kafka.KafkaException as exc:
+            raise KafkaSinkError(f"{self.describe()}: {error_text(exc)}") from None
+        try:
+            metadata = producer.list_topics(timeout=CHECK_TIMEOUT_S)
+        except kafka.KafkaException as exc:
+            raise KafkaSinkError(
+                f"{self.describe()}: the brokers do not answer: {error_text(exc)}"
+            ) from None
+        topic = getattr(self.serializer, "topic", None)
+        if topic is not None and (
+            topic not in metadata.topics or metadata.topics[topic].error is not None
+        ):
+            raise KafkaSinkError(
+                f"{self.describe()}: topic {topic!r} does not exist (create it first)"
+            )
