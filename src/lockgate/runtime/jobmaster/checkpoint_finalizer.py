@@ -1,9 +1,10 @@
 """Checkpoint finalization and commit: a fully acknowledged epoch becomes a checkpoint.
 
 In Flink's order: ``_metadata`` is written (last, atomically: from then on the checkpoint
-exists and its epochs never run again), the state files it names are registered, held
-collect results go out, sinks commit the checkpoint's committables, and checkpoints
-beyond the retained count are subsumed, releasing the files only they named.
+exists and its epochs never run again), the state files it names are registered,
+checkpoints beyond the retained count are subsumed (releasing the files only they named:
+the new checkpoint holds what a restore needs, its commits included), held collect results
+go out, sinks commit the checkpoint's committables, and sources hear of it.
 """
 
 from __future__ import annotations
@@ -53,14 +54,14 @@ class CheckpointFinalizer:
             log.warning("%s", reason)
             return None
         self.ctx.shared_state.hold(("checkpoint", checkpoint.id), checkpoint.files())
+        for dropped in self.ctx.coordinator.subsume():
+            self.ctx.shared_state.release(("checkpoint", dropped.id))
         self.written_since_checkpoint = 0
         self.ctx.results.release()
         self.ctx.injector.strike("after-metadata-before-commit", checkpoint.id)
         self.commit(checkpoint)
         self.ctx.state.notify_sources(checkpoint.metadata)
         self.ctx.state.committed_epoch = epoch
-        for dropped in self.ctx.coordinator.subsume():
-            self.ctx.shared_state.release(("checkpoint", dropped.id))
         return checkpoint.id
 
     def commit(self, checkpoint: CompletedCheckpoint, again: bool = False) -> None:
