@@ -17,7 +17,7 @@ PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
 PYFLINK_VENV := $(VENV)/pyflink
 PYFLINK := $(PYFLINK_VENV)/.installed-$(PYFLINK_VERSION)
 
-.PHONY: demo test unit integration integration-full pyflink-examples-expected cluster soak lint typecheck format docs docs-config java clean
+.PHONY: demo test unit integration integration-full pyflink-examples-expected cluster soak lint typecheck format docs docs-config java postgresql clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,17 @@ java:
 		echo "  sudo apt-get install openjdk-17-jre-headless"; exit 1; \
 	fi
 
+# The JDBC sink's tests start a PostgreSQL server from Debian's package (tests/unit/postgres_server.py).
+postgresql:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		echo "PostgreSQL not found: installing postgresql"; \
+		apt-get update -qq && apt-get install -y -qq postgresql; \
+	else \
+		echo "lockgate's tests need PostgreSQL's server binaries. Install them, e.g.:"; \
+		echo "  sudo apt-get install postgresql"; exit 1; \
+	fi
+
 demo: $(PYFLINK_WHEEL) java
 	$(BIN)/python examples/account_balances.py
 
@@ -56,18 +67,18 @@ PARALLEL := -n 2 --dist loadfile
 
 # Lint, type check and the docs build first: a failing check fails the run like a failing test.
 # --durations: the slowest tests, for keeping the suite within its time (CONTRIBUTING.md)
-test: $(PYFLINK_WHEEL) $(PYFLINK) java lint typecheck docs
+test: $(PYFLINK_WHEEL) $(PYFLINK) java postgresql lint typecheck docs
 	$(BIN)/python -m pytest -q $(PARALLEL) --durations=15 tests
 
-unit: $(PYFLINK_WHEEL)
+unit: $(PYFLINK_WHEEL) postgresql
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: $(PYFLINK) java
+integration: $(PYFLINK) java postgresql
 	$(BIN)/python -m pytest -q $(PARALLEL) tests/integration
 
 # Not part of `test`: the integration tests with every variant of their matrices (both state
 # backends and every parallelism everywhere; `test` runs one of each, marked in the tests).
-integration-full: $(PYFLINK) java
+integration-full: $(PYFLINK) java postgresql
 	$(BIN)/python -m pytest -q $(PARALLEL) -m 'not soak and not cluster' tests/integration
 
 # Records what PyFlink's examples print (tests/integration/pyflink_examples_expected.json),

@@ -1,5 +1,5 @@
 """Shared fixtures: one local Spark session per test process, started only when needed, and
-the real servers the tests start themselves (a Kafka broker)."""
+the real servers the tests start themselves (a Kafka broker, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,13 @@ def kafka_broker():
     broker = KafkaBroker().start()
     yield broker
     broker.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL server per test process (``postgres_server.PostgresServer``)."""
+    from postgres_server import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.close()

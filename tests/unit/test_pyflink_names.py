@@ -131,12 +131,12 @@ def test_the_placeholders_are_found():
 
 
 def test_placeholder_messages_name_the_alternatives():
-    from lockgate.datastream.connectors.jdbc import JdbcSink
+    from lockgate.datastream.connectors.cassandra import CassandraSink
     from lockgate.datastream.connectors.kafka import FlinkKafkaConsumer, Semantic
 
     with pytest.raises(NotSupportedYetError, match=r"FlinkKafkaConsumer .* use KafkaSource"):
         FlinkKafkaConsumer(["t"], None, {})
     with pytest.raises(NotSupportedYetError, match=r"Semantic .* use KafkaSink"):
         Semantic.EXACTLY_ONCE  # noqa: B018
-    with pytest.raises(NotSupportedYetError, match=r"JdbcSink .* use FileSink"):
-        JdbcSink.sink("insert into t values (?)")
+    with pytest.raises(NotSupportedYetError, match=r"CassandraSink .* use FileSink"):
+        CassandraSink.add_sink(None)

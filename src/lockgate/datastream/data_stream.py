@@ -327,8 +327,13 @@ class DataStream:
         declared = stream_type(self._transformation)
         return declared if declared is not None else Types.PICKLED_BYTE_ARRAY()
 
-    def add_sink(self, sink_func: Any) -> NoReturn:
-        not_supported("DataStream.add_sink", SINK_ALTERNATIVE)
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
+        """A sink function lockgate provides (``JdbcSink``); your own ``SinkFunction`` is not
+        supported yet."""
+        spec = getattr(sink_func, "operator_spec", None)
+        if spec is None:  # a SinkFunction of the job's own
+            not_supported("DataStream.add_sink", f"JdbcSink, or {SINK_ALTERNATIVE}")
+        return self._sink(getattr(sink_func, "name", "Sink"), spec(), None)
 
     def cache(self) -> NoReturn:
         not_supported(

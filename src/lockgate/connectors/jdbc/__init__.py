@@ -1,0 +1,1 @@
+"""JDBC-style sinks to PostgreSQL, on psycopg."""

@@ -1,0 +1,119 @@
+"""The JDBC sink as the job graph holds it: a PostgreSQL database (from a JDBC URL), the
+statement each record runs, and how records are batched. Its writer (``writer.py``) runs in
+the subtask hosts, on psycopg (``pip install 'lockgate[postgres]'``).
+
+At least once: a writer runs its records in batches, each one transaction, at the latest
+at the end of every epoch, so an epoch is acknowledged only once its records are in the
+database. A failed epoch runs again and runs its statements again: write upserts
+(``INSERT ... ON CONFLICT ... DO UPDATE``) so that running one twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+POSTGRES_DRIVER = "org.postgresql.Driver"
+_URL = re.compile(r"jdbc:postgresql://(?P<rest>.*)", re.IGNORECASE)
+
+
+class JdbcSinkError(RuntimeError):
+    """A JDBC sink cannot write where it was told to."""
+
+
+def psycopg() -> ModuleType:
+    try:
+        import psycopg as module
+    except ImportError:
+        raise JdbcSinkError(
+            "the JDBC sink needs psycopg: pip install 'lockgate[postgres]'"
+        ) from None
+    return module
+
+
+def conninfo(url: str, user: str | None, password: str | None) -> dict[str, Any]:
+    """psycopg's connection parameters of a ``jdbc:postgresql://host[:port]/database[?...]``
+    URL (its query parameters pass on: ``sslmode``, ``options``, ...)."""
+    found = _URL.fullmatch(url)
+    if found is None:
+        raise JdbcSinkError(
+            f"JDBC URL {url!r} is not a PostgreSQL one (jdbc:postgresql://host:port/database): "
+            "lockgate's JDBC sink writes to PostgreSQL"
+        )
+    parts = urlsplit(f"postgresql://{found['rest']}")
+    params: dict[str, Any] = {
+        "host": parts.hostname or "localhost",
+        "port": parts.port or 5432,
+        "dbname": unquote(parts.path.lstrip("/")) or "postgres",
+    }
+    params.update(parse_qsl(parts.query))
+    if user is not None:
+        params["user"] = user
+    if password is not None:
+        params["password"] = password
+    return params
+
+
+def _segments(sql: str) -> list[str]:
+    """A JDBC statement cut at its ``?`` parameters (those outside quotes)."""
+    segments = [""]
+    quote: str | None = None
+    for char in sql:
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "?":
+            segments.append("")
+            continue
+        segments[-1] += char
+    return segments
+
+
+def postgres_statement(sql: str) -> tuple[str, int]:
+    """A JDBC statement with psycopg's ``%s`` parameters; and its number of parameters."""
+    segments = [segment.replace("%", "%%") for segment in _segments(sql)]
+    return "%s".join(segments), len(segments) - 1
+
+
+def numbered_statement(sql: str) -> str:
+    """A JDBC statement with PostgreSQL's ``$1, $2, ...`` parameters (for PREPARE)."""
+    segments = _segments(sql)
+    return segments[0] + "".join(f"${n}{s}" for n, s in enumerate(segments[1:], start=1))
+
+
+@dataclass(frozen=True)
+class JdbcSinkSettings:
+    url: str
+    user: str | None
+    password: str | None
+    sql: str  # as given (JDBC's ? parameters)
+    batch_size: int
+    batch_interval_ms: int  # 0: no time-based flush, as in Flink
+    max_retries: int
+
+    def describe(self) -> str:
+        parameters = conninfo(self.url, None, None)
+        return f"JdbcSink to {parameters['host']}:{parameters['port']}/{parameters['dbname']}"
+
+    def connect(self) -> Any:
+        return psycopg().connect(**conninfo(self.url, self.user, self.password), connect_timeout=10)
+
+    def validate(self) -> None:
+        """Before the job starts: the database answers, and the statement is valid there
+        (tables and columns exist), checked by preparing it."""
+        pg = psycopg()
+        try:
+            with self.connect() as connection:
+                connection.execute(f"PREPARE lockgate_check AS {numbered_statement(self.sql)}")
+                connection.execute("DEALLOCATE lockgate_check")
+        except pg.OperationalError as exc:
+            raise JdbcSinkError(f"{self.describe()}: cannot connect: {exc}") from None
+        except pg.Error as exc:
+            raise JdbcSinkError(
+                f"{self.describe()}: the statement {self.sql!r} fails: {exc}"
+            ) from None
