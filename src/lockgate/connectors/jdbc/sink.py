@@ -50,6 +50,7 @@ def conninfo(url: str, user: str | None, password: str | None) -> dict[str, Any]
         "dbname": unquote(parts.path.lstrip("/")) or "postgres",
     }
     params.update(parse_qsl(parts.query))
+    params.setdefault("connect_timeout", 10)
     if user is not None:
         params["user"] = user
     if password is not None:
@@ -57,20 +58,51 @@ def conninfo(url: str, user: str | None, password: str | None) -> dict[str, Any]
     return params
 
 
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
 def _segments(sql: str) -> list[str]:
-    """A JDBC statement cut at its ``?`` parameters (those outside quotes)."""
+    """A JDBC statement cut at its ``?`` parameters: those outside strings ('...', E'...'
+    with its escapes, "identifiers", $tag$ quotes) and comments (-- and /* */); ``??`` is
+    a literal ``?`` (an operator), as in PostgreSQL's JDBC driver."""
     segments = [""]
-    quote: str | None = None
-    for char in sql:
-        if quote is not None:
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
+    i = 0
+    while i < len(sql):
+        char = sql[i]
+        end = i + 1
+        if char == "'" or char == '"':
+            escapes = char == "'" and i > 0 and sql[i - 1] in "eE"
+            while end < len(sql):
+                if escapes and sql[end] == "\\":
+                    end += 2
+                    continue
+                if sql[end] == char:
+                    if end + 1 < len(sql) and sql[end + 1] == char:  # a doubled quote
+                        end += 2
+                        continue
+                    end += 1
+                    break
+                end += 1
+        elif sql.startswith("--", i):
+            newline = sql.find("\n", i)
+            end = len(sql) if newline < 0 else newline + 1
+        elif sql.startswith("/*", i):
+            close = sql.find("*/", i + 2)
+            end = len(sql) if close < 0 else close + 2
+        elif char == "$" and (tag := _DOLLAR_TAG.match(sql, i)) is not None:
+            close = sql.find(tag.group(), tag.end())
+            end = len(sql) if close < 0 else close + len(tag.group())
+        elif sql.startswith("??", i):
+            end = i + 2
+            segments[-1] += "?"
+            i = end
+            continue
         elif char == "?":
             segments.append("")
+            i = end
             continue
-        segments[-1] += char
+        segments[-1] += sql[i:end]
+        i = end
     return segments
 
 
@@ -101,19 +133,21 @@ class JdbcSinkSettings:
         return f"JdbcSink to {parameters['host']}:{parameters['port']}/{parameters['dbname']}"
 
     def connect(self) -> Any:
-        return psycopg().connect(**conninfo(self.url, self.user, self.password), connect_timeout=10)
+        return psycopg().connect(**conninfo(self.url, self.user, self.password))
 
     def validate(self) -> None:
         """Before the job starts: the database answers, and the statement is valid there
-        (tables and columns exist), checked by preparing it."""
+        (one statement; its tables and columns exist), checked by parsing it on the server,
+        which runs none of it."""
         pg = psycopg()
         try:
-            with self.connect() as connection:
-                connection.execute(f"PREPARE lockgate_check AS {numbered_statement(self.sql)}")
-                connection.execute("DEALLOCATE lockgate_check")
-        except pg.OperationalError as exc:
-            raise JdbcSinkError(f"{self.describe()}: cannot connect: {exc}") from None
+            connection = self.connect()
         except pg.Error as exc:
-            raise JdbcSinkError(
-                f"{self.describe()}: the statement {self.sql!r} fails: {exc}"
-            ) from None
+            raise JdbcSinkError(f"{self.describe()}: cannot connect: {exc}") from None
+        with connection:
+            parsed = connection.pgconn.prepare(b"", numbered_statement(self.sql).encode())
+            if parsed.status != pg.pq.ExecStatus.COMMAND_OK:
+                problem = parsed.error_message.decode(errors="replace").strip()
+                raise JdbcSinkError(
+                    f"{self.describe()}: the statement {self.sql!r} fails: {problem}"
+                )

@@ -84,7 +84,9 @@ class JdbcSinkWriter(Operator):
                 self.connection = None
 
     def close(self) -> None:
-        self._flush()
+        """Every epoch ends its batch (``end_epoch``): rows left here belong to an attempt
+        that failed, whose epoch runs again; they are dropped, not written late."""
+        self.batch = []
         self._drop_connection()
 
 

@@ -26,6 +26,19 @@ OWN_PRODUCER_PROPERTIES = {
 }
 
 
+# Properties whose values may not go with idempotence (librdkafka refuses acks other than
+# all, more than 5 requests in flight, no retries): given one, idempotence is the user's
+_IDEMPOTENCE_CONFLICTS = {
+    "enable.idempotence",
+    "acks",
+    "request.required.acks",
+    "max.in.flight",
+    "max.in.flight.requests.per.connection",
+    "retries",
+    "message.send.max.retries",
+}
+
+
 class KafkaSinkError(RuntimeError):
     """The brokers did not take a sink's records."""
 
@@ -38,13 +51,15 @@ class ProducerSettings:
     properties: dict[str, str] = field(default_factory=dict)  # the client's, as given
 
     def config(self, client_id: str) -> dict[str, Any]:
+        # Kafka's Java producer's defaults (librdkafka's differ): records of one key go to
+        # the partition Java clients and Flink choose, acknowledged by all replicas, without
+        # duplicates from the producer's own retries; idempotence only where the properties
+        # given allow it, as Java's producer decides
+        config: dict[str, Any] = {"partitioner": "murmur2_random", "acks": "all"}
+        if not _IDEMPOTENCE_CONFLICTS & self.properties.keys():
+            config["enable.idempotence"] = True
         return {
-            # Kafka's Java producer's defaults (librdkafka's differ): records of one key go
-            # to the partition Java clients and Flink choose, acknowledged by all replicas,
-            # without duplicates from the producer's own retries
-            "partitioner": "murmur2_random",
-            "acks": "all",
-            "enable.idempotence": True,
+            **config,
             "client.id": client_id,
             **self.properties,
             "bootstrap.servers": self.bootstrap_servers,

@@ -80,9 +80,21 @@ class KafkaSinkWriter(Operator):
         )
 
     def close(self) -> None:
-        if self.producer is not None:
-            self.producer.flush(DEFAULT_TIMEOUT_S)
-            self.producer = None
+        """At the end of input every record is acknowledged already (``end_epoch``), but
+        for NONE; on a failure, what is left belongs to an attempt that failed: at least
+        once drops it (the epoch runs again), NONE still sends it."""
+        producer, self.producer = self.producer, None
+        if producer is None:
+            return
+        if self.settings.guarantee == AT_LEAST_ONCE:
+            producer.purge()
+            producer.flush(0)
+            return
+        left = producer.flush(DEFAULT_TIMEOUT_S)
+        if left and self.error is None:
+            self.error = f"{left} records not acknowledged within {DEFAULT_TIMEOUT_S:.0f} s"
+        if self.error is not None:
+            log.warning("%s lost records (delivery NONE): %s", self._where(), self.error)
 
 
 def kafka_sink_writer(settings: ProducerSettings) -> Callable[[OperatorContext], KafkaSinkWriter]:

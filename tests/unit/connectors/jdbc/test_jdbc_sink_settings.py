@@ -3,6 +3,7 @@ before a job starts, against a real server (``postgres_server``)."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from lockgate.connectors.jdbc.sink import (
@@ -30,12 +31,32 @@ def test_jdbc_statements_get_postgres_parameters_outside_quotes():
     )
 
 
+@pytest.mark.parametrize(
+    ("sql", "statement", "count"),
+    [
+        (
+            "-- the account's total\nINSERT INTO t VALUES (?, ?)",
+            "-- the account's total\nINSERT INTO t VALUES (%s, %s)",
+            2,
+        ),
+        ("SELECT $$ it's ? $$, ?", "SELECT $$ it's ? $$, %s", 1),
+        ("SELECT $q$ ? $q$, ?", "SELECT $q$ ? $q$, %s", 1),
+        ("SELECT E'it\\'s ?', ?", "SELECT E'it\\'s ?', %s", 1),
+        ("SELECT 'a''?', ? /* ? */", "SELECT 'a''?', %s /* ? */", 1),
+        ("SELECT a ?? b, ?", "SELECT a ? b, %s", 1),  # ??: the ? operator, as in PgJDBC
+    ],
+)
+def test_parameters_in_comments_quotes_and_doubled_are_not_parameters(sql, statement, count):
+    assert postgres_statement(sql) == (statement, count)
+
+
 def test_a_jdbc_url_becomes_connection_parameters():
     assert conninfo("jdbc:postgresql://db.example:6543/sales?sslmode=require", "u", "p") == {
         "host": "db.example",
         "port": 6543,
         "dbname": "sales",
         "sslmode": "require",
+        "connect_timeout": 10,
         "user": "u",
         "password": "p",
     }
@@ -55,6 +76,20 @@ def sink(url: str, sql: str) -> JdbcSink:
         .build()
     )
     return JdbcSink.sink(sql, None, options)
+
+
+def test_the_check_before_the_job_runs_nothing_of_the_statement(postgres_server):
+    with psycopg.connect(postgres_server.conninfo, autocommit=True) as connection:
+        connection.execute("CREATE TABLE IF NOT EXISTS kept (a int)")
+        connection.execute("INSERT INTO kept VALUES (1)")
+    two = sink(postgres_server.url, "INSERT INTO kept VALUES (?); DELETE FROM kept")
+    with pytest.raises(JdbcSinkError, match=r"cannot insert multiple commands"):
+        two._settings.validate()
+    sink(
+        postgres_server.url + "?connect_timeout=5", "INSERT INTO kept VALUES (?)"
+    )._settings.validate()
+    with psycopg.connect(postgres_server.conninfo) as connection:
+        assert connection.execute("SELECT count(*) FROM kept").fetchone() == (1,)
 
 
 def test_a_missing_table_and_an_unreachable_database_fail_before_the_job(postgres_server):

@@ -53,3 +53,14 @@ def test_the_builders_refuse_what_would_not_take_effect():
         KafkaSink.builder().set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
     with pytest.raises(ValueError, match=r"needs set_record_serializer"):
         KafkaSink.builder().set_bootstrap_servers("127.0.0.1:9092").build()
+
+
+def test_idempotence_only_where_the_given_properties_allow_it():
+    from confluent_kafka import Producer
+
+    from lockgate.connectors.kafka.sink import ProducerSettings
+
+    assert ProducerSettings("127.0.0.1:1", "NONE", None).config("c")["enable.idempotence"]
+    config = ProducerSettings("127.0.0.1:1", "NONE", None, {"acks": "1"}).config("c")
+    assert config["acks"] == "1" and "enable.idempotence" not in config
+    Producer(config)  # librdkafka takes it (acks=1 with idempotence it refuses)
