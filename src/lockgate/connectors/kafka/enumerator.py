@@ -118,28 +118,30 @@ class Subscription:
         return f"topics {list(self.topics)}"
 
 
+@dataclass(frozen=True)
+class KafkaSourceSettings:
+    """What a Kafka source reads and how far: the builder's choices, as the job graph
+    holds them (the source's) and its enumerator plans from them."""
+
+    consumer: ConsumerSettings
+    subscription: Subscription
+    starting: OffsetsSpec
+    stopping: OffsetsSpec | None
+    bounded: bool
+    discovery_interval_ms: int  # <= 0: discover once
+    commit_offsets: bool  # commit checkpoints' offsets to the consumer group (if it has one)
+
+    def describe(self) -> str:
+        topics = self.subscription.describe()
+        return f"KafkaSource of {topics} at {self.consumer.bootstrap_servers}"
+
+
 class KafkaSplitEnumerator(SplitEnumerator):
-    def __init__(
-        self,
-        settings: ConsumerSettings,
-        subscription: Subscription,
-        starting: OffsetsSpec,
-        stopping: OffsetsSpec | None,
-        bounded: bool,
-        discovery_interval_ms: int,
-        commit_offsets: bool,
-        parallelism: int,
-        where: str,
-    ):
-        self.settings = settings
-        self.subscription = subscription
-        self.starting = starting
-        self.stopping = stopping
-        self.bounded = bounded
-        self.discovery_interval_ms = discovery_interval_ms  # < 0: discover once
-        self.commit_offsets = commit_offsets and settings.group_id is not None
+    def __init__(self, source: KafkaSourceSettings, parallelism: int):
+        self.source = source
+        self.settings = source.consumer
         self.parallelism = parallelism
-        self.where = where
+        self.where = source.describe()
         self.splits: dict[PartitionId, KafkaPartitionSplit] = {}
         self.next_discovery: float | None = 0.0  # monotonic; None: no more discoveries
         self.discovered = False  # the first discovery, which uses the starting offsets, ran
@@ -161,7 +163,7 @@ class KafkaSplitEnumerator(SplitEnumerator):
 
     def _partitions(self) -> list[PartitionId]:
         """The partitions the subscription names now."""
-        subscription = self.subscription
+        subscription = self.source.subscription
         wanted = set(subscription.partitions)
         try:
             metadata = self.consumer().list_topics(timeout=DEFAULT_TIMEOUT_S)
@@ -200,7 +202,7 @@ class KafkaSplitEnumerator(SplitEnumerator):
         new = [p for p in self._partitions() if p not in self.splits]
         if new:
             # the first discovery starts where the source is told to, later ones at the start
-            spec = self.starting if not self.discovered else OffsetsSpec(OffsetKind.EARLIEST)
+            spec = self.source.starting if not self.discovered else OffsetsSpec(OffsetKind.EARLIEST)
             starts = resolve(spec, new, self.consumer(), self.settings, self.where)
             stops = self._stops(new)
             for partition in new:
@@ -210,16 +212,21 @@ class KafkaSplitEnumerator(SplitEnumerator):
             if self.discovered:
                 log.warning("%s: new partitions %s", self.where, [split_id(p) for p in new])
         self.discovered = True
-        interval = self.discovery_interval_ms
+        interval = self.source.discovery_interval_ms
         self.next_discovery = (
-            None if self.bounded or interval <= 0 else time.monotonic() + interval / 1000
+            None if self.source.bounded or interval <= 0 else time.monotonic() + interval / 1000
         )
 
     def _stops(self, partitions: list[PartitionId]) -> dict[PartitionId, int]:
-        if self.stopping is None:
+        if self.source.stopping is None:
             return {}
         return resolve(
-            self.stopping, partitions, self.consumer(), self.settings, self.where, stopping=True
+            self.source.stopping,
+            partitions,
+            self.consumer(),
+            self.settings,
+            self.where,
+            stopping=True,
         )
 
     def _ends(self, partition: PartitionId) -> tuple[int, int] | None:
@@ -238,7 +245,7 @@ class KafkaSplitEnumerator(SplitEnumerator):
 
     def _reset(self, split: KafkaPartitionSplit, low: int, high: int) -> int:
         """Where ``split`` goes on when its position is outside ``[low, high]``."""
-        strategy = self.starting.reset_strategy()
+        strategy = self.source.starting.reset_strategy()
         lost = (
             f"offsets {split.position} to {low - 1} were deleted before they were read"
             if split.position < low
@@ -292,7 +299,7 @@ class KafkaSplitEnumerator(SplitEnumerator):
         return assignments
 
     def will_finish(self) -> bool:
-        return self.bounded and self.next_discovery is None and self.planned_to_stop
+        return self.source.bounded and self.next_discovery is None and self.planned_to_stop
 
     def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
         for name, report in progress.items():
@@ -301,7 +308,7 @@ class KafkaSplitEnumerator(SplitEnumerator):
 
     def is_finished(self) -> bool:
         return (
-            self.bounded
+            self.source.bounded
             and self.next_discovery is None
             and all(split.done for split in self.splits.values())
         )
@@ -319,13 +326,13 @@ class KafkaSplitEnumerator(SplitEnumerator):
         self.discovered = True  # partitions found later start at their earliest offset
         # a bounded source reads the partitions of its checkpoint; an unbounded one looks
         # for new ones at once
-        self.next_discovery = None if self.bounded else 0.0
+        self.next_discovery = None if self.source.bounded else 0.0
 
     def notify_checkpoint_complete(self, snapshot: Any) -> None:
         """Commit the positions of a completed checkpoint to the consumer group, for
         monitoring (Flink's ``commit.offsets.on.checkpoint``); lockgate restores from its
         checkpoints, never from these. A failed commit is logged, as in Flink."""
-        if not self.commit_offsets or snapshot is None:
+        if snapshot is None or not self.source.commit_offsets or self.settings.group_id is None:
             return
         kafka = confluent_kafka()
         state = KafkaEnumeratorState.from_json(snapshot, self.where)

@@ -9,12 +9,10 @@ from typing import Any
 
 from lockgate.connectors.kafka.client import (
     CHECK_TIMEOUT_S,
-    ConsumerSettings,
     confluent_kafka,
     error_text,
 )
-from lockgate.connectors.kafka.enumerator import KafkaSplitEnumerator, Subscription
-from lockgate.connectors.kafka.offsets import OffsetsSpec
+from lockgate.connectors.kafka.enumerator import KafkaSourceSettings, KafkaSplitEnumerator
 from lockgate.connectors.kafka.reader import read_range
 from lockgate.core.source import Source, SourceError, SplitAssignment, SplitProgress
 
@@ -25,24 +23,8 @@ DEFAULT_DISCOVERY_INTERVAL_MS = 300_000
 class KafkaPartitionSource(Source):
     timestamped = True  # records carry their Kafka timestamps
 
-    def __init__(
-        self,
-        settings: ConsumerSettings,
-        subscription: Subscription,
-        starting: OffsetsSpec,
-        stopping: OffsetsSpec | None,
-        bounded: bool,
-        discovery_interval_ms: int,
-        commit_offsets: bool,
-        deserialize: Callable[[Any], Any],
-    ):
+    def __init__(self, settings: KafkaSourceSettings, deserialize: Callable[[Any], Any]):
         self.settings = settings
-        self.subscription = subscription
-        self.starting = starting
-        self.stopping = stopping
-        self.is_bounded = bounded
-        self.discovery_interval_ms = discovery_interval_ms
-        self.commit_offsets = commit_offsets
         self.deserialize = deserialize  # a confluent-kafka Message -> record (None: drop)
         self._consumer: Any = None  # the reader's, in a subtask host; never pickled
 
@@ -51,17 +33,17 @@ class KafkaPartitionSource(Source):
 
     @property
     def bounded(self) -> bool:  # type: ignore[override]
-        return self.is_bounded
+        return self.settings.bounded
 
     def describe(self) -> str:
-        return f"KafkaSource of {self.subscription.describe()} at {self.settings.bootstrap_servers}"
+        return self.settings.describe()
 
     def validate(self) -> None:
         """Before the job starts: the client is installed, takes the properties, and the
         brokers answer."""
         kafka = confluent_kafka()
         try:
-            consumer = kafka.Consumer(self.settings.config("check"))
+            consumer = kafka.Consumer(self.settings.consumer.config("check"))
         except kafka.KafkaException as exc:
             raise SourceError(f"{self.describe()}: {error_text(exc)}") from None
         try:
@@ -79,21 +61,13 @@ class KafkaPartitionSource(Source):
             self._consumer = None
 
     def create_enumerator(self, parallelism: int) -> KafkaSplitEnumerator:
-        return KafkaSplitEnumerator(
-            self.settings,
-            self.subscription,
-            self.starting,
-            self.stopping,
-            self.is_bounded,
-            self.discovery_interval_ms,
-            self.commit_offsets,
-            parallelism,
-            self.describe(),
-        )
+        return KafkaSplitEnumerator(self.settings, parallelism)
 
     def read(
         self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
     ) -> Iterator[tuple[Any, int]]:
         if self._consumer is None:
-            self._consumer = confluent_kafka().Consumer(self.settings.config("reader"))
-        return read_range(self._consumer, self.settings, assignment, self.deserialize, progress)
+            self._consumer = confluent_kafka().Consumer(self.settings.consumer.config("reader"))
+        return read_range(
+            self._consumer, self.settings.consumer, assignment, self.deserialize, progress
+        )

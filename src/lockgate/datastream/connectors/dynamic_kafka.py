@@ -47,7 +47,7 @@ class KafkaRecordDeserializationSchema:
 
     def message_reader(self) -> Callable[[Any], Any]:
         """What the source's reader calls on each confluent-kafka message."""
-        return _RecordReader(self)
+        return _MessageReader(self.open, lambda message: self.deserialize(_record(message)))
 
 
 class _ValueOnly(KafkaRecordDeserializationSchema):
@@ -61,43 +61,37 @@ class _ValueOnly(KafkaRecordDeserializationSchema):
         return self.schema.deserialize(record.value)
 
     def message_reader(self) -> Callable[[Any], Any]:
-        return _ValueReader(self.schema)
-
-
-class _RecordReader:
-    def __init__(self, schema: KafkaRecordDeserializationSchema):
-        self.schema = schema
-        self.opened = False
-
-    def __call__(self, message: Any) -> Any:
-        if not self.opened:
-            self.schema.open()
-            self.opened = True
-        kind, timestamp = message.timestamp()
-        record = KafkaRecord(
-            message.topic(),
-            message.partition(),
-            message.offset(),
-            timestamp if kind else None,  # 0: TIMESTAMP_NOT_AVAILABLE
-            message.key(),
-            message.value(),
-            list(message.headers() or ()),
+        return _MessageReader(
+            self.schema.open, lambda message: self.schema.deserialize(message.value())
         )
-        return self.schema.deserialize(record)
 
 
-class _ValueReader:
-    """The value alone: no record object per message."""
+def _record(message: Any) -> KafkaRecord:
+    kind, timestamp = message.timestamp()
+    return KafkaRecord(
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        timestamp if kind else None,  # 0: TIMESTAMP_NOT_AVAILABLE
+        message.key(),
+        message.value(),
+        list(message.headers() or ()),
+    )
 
-    def __init__(self, schema: DeserializationSchema):
-        self.schema = schema
+
+class _MessageReader:
+    """Opens the schema once in the task's process, then decodes each message."""
+
+    def __init__(self, open_schema: Callable[[], None], decode: Callable[[Any], Any]):
+        self.open_schema = open_schema
+        self.decode = decode
         self.opened = False
 
     def __call__(self, message: Any) -> Any:
         if not self.opened:
-            self.schema.open()
+            self.open_schema()
             self.opened = True
-        return self.schema.deserialize(message.value())
+        return self.decode(message)
 
 
 _ALTERNATIVE = "FileSource (monitor_continuously for a stream) or env.from_collection"

@@ -15,7 +15,7 @@ from typing import Any
 from lockgate.common.serialization import DeserializationSchema, SerializationSchema
 from lockgate.common.unsupported import not_supported, unsupported
 from lockgate.connectors.kafka.client import OWN_CONSUMER_PROPERTIES, ConsumerSettings
-from lockgate.connectors.kafka.enumerator import Subscription
+from lockgate.connectors.kafka.enumerator import KafkaSourceSettings, Subscription
 from lockgate.connectors.kafka.offsets import OffsetKind, OffsetsSpec, ResetStrategy
 from lockgate.connectors.kafka.sink import (
     AT_LEAST_ONCE,
@@ -267,7 +267,7 @@ class KafkaSourceBuilder:
             or (self._stopping is not None and self._stopping.kind is OffsetKind.COMMITTED)
         ) and self._group_id is None:
             raise ValueError("KafkaOffsetsInitializer.committed_offsets needs set_group_id")
-        source = KafkaSource(
+        settings = KafkaSourceSettings(
             ConsumerSettings(self._bootstrap_servers, properties, self._group_id, prefix),
             self._subscription,
             self._starting,
@@ -275,9 +275,8 @@ class KafkaSourceBuilder:
             self._bounded,
             -1 if self._bounded else discovery,
             commit == "true",
-            self._deserializer.message_reader(),
         )
-        return source
+        return KafkaSource(settings, self._deserializer.message_reader())
 
 
 def _spec(initializer: KafkaOffsetsInitializer) -> OffsetsSpec:

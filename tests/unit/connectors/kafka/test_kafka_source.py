@@ -12,6 +12,10 @@ from confluent_kafka.admin import AdminClient
 from lockgate.common.serialization import SimpleStringSchema
 from lockgate.connectors.kafka.enumerator import java_string_hash, owner
 from lockgate.core.source import SourceError, SplitProgress
+from lockgate.datastream.connectors.dynamic_kafka import (
+    KafkaRecord,
+    KafkaRecordDeserializationSchema,
+)
 from lockgate.datastream.connectors.kafka import (
     KafkaOffsetResetStrategy,
     KafkaOffsetsInitializer,
@@ -316,3 +320,32 @@ def test_a_stopping_offset_beyond_the_end_is_read_up_to_as_records_come(kafka_br
     assert enumerator.is_finished()
     src.close()
     assert src._consumer is None
+
+
+class KeyAndOffset(KafkaRecordDeserializationSchema):
+    """Sees the whole message; drops tombstones."""
+
+    def deserialize(self, record: KafkaRecord):
+        if record.value is None:
+            return None
+        return (record.key, record.value.decode(), record.partition, record.offset)
+
+
+def test_a_record_deserializer_sees_key_partition_and_offset_and_drops_what_it_returns_none(
+    kafka_broker,
+):
+    topic = kafka_broker.create_topic(1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for key, value in ((b"k0", b"a"), (b"k1", None), (b"k2", b"c")):
+        producer.produce(topic, value=value, key=key, partition=0)
+    assert producer.flush(30) == 0
+    src = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_topics(topic)
+        .set_deserializer(KeyAndOffset())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    read = run_epoch(src, src.create_enumerator(1), 10)
+    assert [record for record, _ in read[0]] == [(b"k0", "a", 0, 0), (b"k2", "c", 0, 2)]
