@@ -1,10 +1,14 @@
 """The two-phase-commit contract between a sink and the driver (Flink's Sink V2 Committer).
 
-In the tasks, a sink's writer pre-commits at the end of every epoch: it makes its output
-durable but invisible and reports *committables* (JSON) in its operator state, so they
-enter the checkpoint. On the driver, once the checkpoint is complete, the sink's
-``Committer`` commits each of them. A commit must be idempotent: after a failure every
-committable of the restored checkpoint is committed again.
+In the tasks, a sink's writer pre-commits: it makes its output durable but invisible (a
+hidden file, a prepared database transaction) and reports *committables* (JSON) in its
+operator state, so they enter the checkpoint. On the driver, once the checkpoint is
+complete, the sink's ``Committer`` commits each of them. A commit must be idempotent:
+after a failure every committable of the restored checkpoint is committed again.
+
+What a writer stages it first records by URL in its attempt's staging record; the driver
+aborts what losing attempts and undone epochs staged by these names (see
+``runtime/jobmaster/staged_files.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,11 @@ from collections.abc import Iterable
 from typing import Any
 
 
+class CommitFailedError(OSError):
+    """The system a sink writes to cannot commit now (unreachable, restarting): the job
+    fails over and the restore commits again."""
+
+
 class Committer(ABC):
     @abstractmethod
     def commit(self, committable: Any) -> None:
@@ -21,10 +30,20 @@ class Committer(ABC):
 
     @abstractmethod
     def may_stage(self, url: str) -> bool:
-        """Whether ``url`` is a name this sink's writers stage (hidden, under the sink's own
-        directory): the driver deletes only such files, whatever a staging record says."""
+        """Whether ``url`` names what this sink's writers stage (a hidden file under the
+        sink's own directory, a prepared transaction of this sink): the driver aborts only
+        such names, whatever a staging record says."""
 
     @abstractmethod
     def staged_files(self, committable: Any) -> Iterable[str]:
-        """URLs of the hidden files that only this commit will make visible: they must
-        survive every abort of staged files until it has run."""
+        """URLs of what only this commit makes visible: they must survive every abort of
+        staged output until it has run."""
+
+    @abstractmethod
+    def abort(self, url: str) -> None:
+        """Undo what was staged as ``url`` (one ``may_stage`` accepts), if it still exists."""
+
+    def abort_lingering(self, job_ids: set[str], keep: set[str]) -> None:
+        """Abort what attempts of the jobs ``job_ids`` staged, found in the system written
+        to rather than in staging records, except the URLs in ``keep``. Sinks whose staged
+        output the staging records always name have nothing more to find."""

@@ -33,7 +33,7 @@ from lockgate.graph.job_graph import JobGraph, build_job_graph, execution_plan
 from lockgate.graph.transformations import Transformation, TransformationKind
 from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_runner import JobRunner
-from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.job_settings import JobSettings, check_exactly_once_sinks
 from lockgate.runtime.jobmaster.spark_session import add_python_files, get_or_create_session
 
 # The alternatives named by the methods lockgate does not support yet
@@ -332,6 +332,7 @@ class StreamExecutionEnvironment:
         # a SparkContext does not start without spark.master, so its master is set
         master = cast(str, session.sparkContext.master)
         settings = JobSettings.resolve(config, job_name or "lockgate job", master)
+        check_exactly_once_sinks(job, settings)
         return JobMaster(session, job, settings)
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:

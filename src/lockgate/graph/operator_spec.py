@@ -46,6 +46,8 @@ class OperatorSpec:
     validator: Callable[[], None] | None = None
     #: commits the operator's committables on the driver (two-phase-commit sinks)
     committer: Committer | None = None
+    #: a sink whose guarantee needs checkpoints in EXACTLY_ONCE mode (it commits only there)
+    exactly_once: bool = False
     #: keyed states a factory-built operator keeps itself: name -> the kind its backend records
     states: dict[str, str] | None = None
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from fsspec.core import url_to_fs
+
 from lockgate.connectors.file.committable import PartCommittable, commit_part
 from lockgate.connectors.file.sink import SinkError
 from lockgate.core.fs.storage import Storage
@@ -28,6 +30,11 @@ class FileCommitter(Committer):
 
     def staged_files(self, committable: Any) -> list[str]:
         return [self._part(committable).pending]
+
+    def abort(self, url: str) -> None:
+        fs, path = url_to_fs(url)
+        if fs.exists(path):
+            fs.rm(path)
 
     def _part(self, committable: Any) -> PartCommittable:
         part = PartCommittable.read(committable)

@@ -119,6 +119,14 @@ def numbered_statement(sql: str) -> str:
 
 
 @dataclass(frozen=True)
+class ExactlyOnceSettings:
+    """Two-phase commit (``JdbcSink.exactly_once_sink``)."""
+
+    max_commit_attempts: int  # tries of a COMMIT PREPARED before the job fails over
+    recovered_and_rollback: bool  # restores roll back the job's prepared orphans
+
+
+@dataclass(frozen=True)
 class JdbcSinkSettings:
     url: str
     user: str | None
@@ -127,18 +135,27 @@ class JdbcSinkSettings:
     batch_size: int
     batch_interval_ms: int  # 0: no time-based flush, as in Flink
     max_retries: int
+    exactly_once: ExactlyOnceSettings | None = None
+
+    @property
+    def database(self) -> str:
+        """``host:port/dbname``."""
+        parameters = conninfo(self.url, None, None)
+        return f"{parameters['host']}:{parameters['port']}/{parameters['dbname']}"
 
     def describe(self) -> str:
-        parameters = conninfo(self.url, None, None)
-        return f"JdbcSink to {parameters['host']}:{parameters['port']}/{parameters['dbname']}"
+        return f"JdbcSink to {self.database}"
 
-    def connect(self) -> Any:
-        return psycopg().connect(**conninfo(self.url, self.user, self.password))
+    def connect(self, autocommit: bool = False) -> Any:
+        return psycopg().connect(
+            **conninfo(self.url, self.user, self.password), autocommit=autocommit
+        )
 
     def validate(self) -> None:
-        """Before the job starts: the database answers, and the statement is valid there
-        (one statement; its tables and columns exist), checked by parsing it on the server,
-        which runs none of it."""
+        """Before the job starts: the database answers, the statement is valid there (one
+        statement; its tables and columns exist), checked by parsing it on the server,
+        which runs none of it; and for two-phase commit, the server allows prepared
+        transactions."""
         pg = psycopg()
         try:
             connection = self.connect()
@@ -151,3 +168,11 @@ class JdbcSinkSettings:
                 raise JdbcSinkError(
                     f"{self.describe()}: the statement {self.sql!r} fails: {problem}"
                 )
+            if self.exactly_once is not None:
+                row = connection.execute("SHOW max_prepared_transactions").fetchone()
+                if row is None or int(row[0]) < 1:
+                    raise JdbcSinkError(
+                        f"{self.describe()}: the server's max_prepared_transactions is 0, so "
+                        "the exactly-once sink cannot prepare transactions: set it to at "
+                        "least the sink's parallelism (postgresql.conf; a restart applies it)"
+                    )

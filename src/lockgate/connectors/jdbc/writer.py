@@ -1,5 +1,5 @@
-"""The JDBC sink's writer in a subtask host: one connection per subtask for the run, records
-run in batches of one transaction each."""
+"""The JDBC sink's writer in a subtask host, at least once: one connection per subtask for the
+run, records run in batches of one transaction each."""
 
 from __future__ import annotations
 

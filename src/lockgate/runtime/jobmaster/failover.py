@@ -153,7 +153,10 @@ class Failover:
     ) -> None:
         """Delete what tasks staged that will never be committed: everything but the staged
         files of the committables of ``checkpoint``, the one the job stands on (committed
-        already, unless that commit failed and a resume must do it again)."""
+        already, unless that commit failed and a resume must do it again). With the job's
+        own records (``forget``), sinks also abort what they find lingering in the systems they
+        write to, of this job and of the one the checkpoint was taken by (whose staging
+        records are not read when it was resumed from a savepoint)."""
         keep = (
             {
                 url
@@ -164,3 +167,9 @@ class Failover:
             else set()
         )
         registry.abort_all(keep, forget)
+        if forget:
+            job_ids = {self.ctx.settings.job_id}
+            if checkpoint is not None:
+                job_ids.add(checkpoint.metadata.job_id)
+            for committer in registry.committers:
+                committer.abort_lingering(job_ids, keep)

@@ -17,6 +17,7 @@ from lockgate.checkpoint.signing_key import CheckpointSigningKey, SigningKeyErro
 from lockgate.common import config_options as options
 from lockgate.core.fs.private_directory import user_directory
 from lockgate.core.fs.storage import is_writable
+from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.jobmaster.restart import RestartStrategy, restart_strategy
 from lockgate.runtime.jobmaster.spark_session import is_local_master
 from lockgate.runtime.messages.task_deployment import BatchBounds
@@ -188,3 +189,18 @@ def _injections(config: Mapping[str, str]) -> frozenset[tuple[str, int]]:
             )
         injections.add((point, int(number)))
     return frozenset(injections)
+
+
+def check_exactly_once_sinks(job: JobGraph, settings: JobSettings) -> None:
+    """An exactly-once sink commits only when checkpoints complete in EXACTLY_ONCE mode:
+    without them it would never commit, or commit what a failover writes again."""
+    if settings.checkpoint.commits_on_checkpoint:
+        return
+    for vertex in job.vertices:
+        for node in vertex.nodes:
+            if getattr(node.operator, "exactly_once", False):
+                raise options.ConfigurationError(
+                    f"sink '{node.name}' (uid '{node.uid}') writes exactly once, which needs "
+                    "checkpointing in EXACTLY_ONCE mode: call env.enable_checkpointing(ms) "
+                    "or use its at-least-once sink"
+                )

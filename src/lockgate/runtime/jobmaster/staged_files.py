@@ -1,18 +1,20 @@
 """Files that task attempts stage outside the job's directories, and their abort.
 
-A two-phase-commit sink writes hidden files into the user's output directory before any
-checkpoint covers them. An attempt that loses (a retried task, a speculative copy, a zombie
-of a resubmitted stage) or an epoch undone by a failover leaves such files behind; only the
-driver knows, after an epoch, which attempt won. So every attempt records each file in its
-own staging record *before* creating it, and the driver deletes files by these recorded
+A two-phase-commit sink writes hidden files into the user's output directory (or prepares
+database transactions, named by URL like files) before any checkpoint covers them. An
+attempt that loses (a retried task, a speculative copy, a zombie of a resubmitted stage) or
+an epoch undone by a failover leaves such files behind; only the driver knows, after an
+epoch, which attempt won. So every attempt records each file in its own staging record
+*before* creating it, and the driver deletes files by these recorded
 names, never by a pattern that could match the files of another attempt:
 
 - after every epoch, the files of records that are not the accepted attempt of their epoch;
 - at a restore, every staged file that the restored checkpoint does not commit.
 
-A record names files by URL, and the driver deletes one only if a sink of the job stages
-such names (``Committer.may_stage``: hidden, under the sink's own directory): a record
-that names anything else is refused, naming the record and the file.
+A record names files by URL, and the driver deletes one (``Committer.abort``) only if a sink
+of the job stages such names (``Committer.may_stage``: hidden, under the sink's own
+directory; a transaction of the sink's database): a record that names anything else is
+refused, naming the record and the file.
 
 A record of an accepted attempt lives until a checkpoint covers its epoch (its files are
 then committables of a completed checkpoint). A losing attempt's files are deleted at every
@@ -24,8 +26,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-
-from fsspec.core import url_to_fs
 
 from lockgate.common.records import RecordFormatError
 from lockgate.core.fs.storage import Storage
@@ -114,16 +114,17 @@ class StagedFilesRegistry:
     def _delete(self, record: StagedFiles, urls: list[str]) -> None:
         """Delete ``urls`` of ``record``, all of them or, if one is not a name a sink of
         this job stages, none."""
-        foreign = [url for url in urls if not any(c.may_stage(url) for c in self.committers)]
-        if foreign:
-            raise RecordFormatError(
-                f"staging record {self.storage.url_of(record.name)} names {foreign[0]}, which "
-                f"no sink of this job stages: nothing of it deleted"
-            )
+        stagers = []
         for url in urls:
-            fs, path = url_to_fs(url)
-            if fs.exists(path):
-                fs.rm(path)
+            committer = next((c for c in self.committers if c.may_stage(url)), None)
+            if committer is None:
+                raise RecordFormatError(
+                    f"staging record {self.storage.url_of(record.name)} names {url}, which "
+                    f"no sink of this job stages: nothing of it deleted"
+                )
+            stagers.append((committer, url))
+        for committer, url in stagers:
+            committer.abort(url)
 
     def _forget(self, record: StagedFiles) -> None:
         self.storage.remove(record.name)

@@ -54,8 +54,12 @@ class OperatorContext:
     #: the timestamp of the record being processed, shared by the chain
     record: RecordTimestamp
     epoch: int = 0
+    #: the job (names what two-phase-commit sinks stage)
+    job_id: str = ""
     #: sinks publish only when a checkpoint completes (exactly-once), not per epoch
     commit_on_checkpoint: bool = False
+    #: this epoch ends with a checkpoint
+    checkpoint: bool = False
     #: the Spark task attempt running this epoch (names what it writes)
     attempt: str = ""
     #: records files the attempt creates outside the job's directories (see staged_files)

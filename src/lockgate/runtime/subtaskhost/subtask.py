@@ -299,6 +299,7 @@ class Subtask:
             self.backend,
             self.outbox,
             self.record,
+            job_id=self.restore.run.partition("#")[0],
             managed_parts=self.restore.managed.get(node.uid, []),
             input_type=node.input_type,
             restored_epoch=self.restore.restored_epoch,
@@ -359,12 +360,18 @@ class Subtask:
             operator.open()
 
     def begin_epoch(
-        self, epoch: int, commit_on_checkpoint: bool, attempt: str, staging: StagingLog
+        self,
+        epoch: int,
+        commit_on_checkpoint: bool,
+        checkpoint: bool,
+        attempt: str,
+        staging: StagingLog,
     ) -> None:
         self.epoch = epoch
         for ctx in self.contexts:
             ctx.epoch = epoch
             ctx.commit_on_checkpoint = commit_on_checkpoint
+            ctx.checkpoint = checkpoint
             ctx.attempt = attempt
             ctx.staging = staging
 

@@ -102,7 +102,9 @@ class SubtaskHost:
         staging = StagingLog(
             Storage(task.staging_url), task.epoch, task.vertex, start.index, start.attempt
         )
-        subtask.begin_epoch(task.epoch, task.commit_on_checkpoint, start.attempt, staging)
+        subtask.begin_epoch(
+            task.epoch, task.commit_on_checkpoint, task.checkpoint, start.attempt, staging
+        )
         subtask.outbox.clear()
 
     def source(self, given: SourceSplit) -> list[HostOutput]:

@@ -1,0 +1,157 @@
+"""The JDBC sink's writer for two-phase commit (``JdbcSink.exactly_once_sink``).
+
+Each subtask writes into one open transaction from one checkpoint to the next: its batches
+run in it as they fill, and the end of an epoch that ends with a checkpoint prepares it
+(``PREPARE TRANSACTION``: durable, invisible, its locks held) as a committable the driver
+commits once the checkpoint completes (``committer.py``).
+
+Why not prepare at the end of every epoch, as the FileSink rolls its parts: a prepared
+transaction keeps its row locks until the checkpoint commits it, so the next epoch's
+upsert of the same key would wait for a commit that waits for that epoch: a deadlock.
+
+The open transaction lives only in this instance's connection. An instance rebuilt from
+the state of a non-checkpoint epoch (its task failed, or moved to another host) cannot
+have it: its rows are gone, and the job fails over to its latest checkpoint, which holds
+no open transaction, and replays them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lockgate.connectors.jdbc.prepared_transaction import (
+    JdbcCommittable,
+    staged_url,
+    subtask_prefix,
+    transaction_id,
+)
+from lockgate.connectors.jdbc.sink import JdbcSinkError, JdbcSinkSettings, psycopg
+from lockgate.connectors.jdbc.writer import JdbcSinkWriter
+from lockgate.runtime.subtaskhost.operators import OperatorContext
+
+
+class JdbcExactlyOnceWriter(JdbcSinkWriter):
+    def __init__(self, ctx: OperatorContext, settings: JdbcSinkSettings):
+        super().__init__(ctx, settings)
+        #: the first epoch whose rows the open transaction holds (None: none open)
+        self.open_since: int | None = None
+        #: prepared transactions no completed checkpoint has committed yet
+        self.pending: list[JdbcCommittable] = []
+
+    def snapshot_state(self) -> dict[str, Any]:
+        return {
+            "committables": [c.to_json() for c in self.pending],
+            "open_since": self.open_since,
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.pending = [JdbcCommittable.read(raw) for raw in state.get("committables", ())]
+        lost = state.get("open_since")
+        if lost is not None:
+            raise JdbcSinkError(
+                f"{self._subtask()}: the open transaction holding its rows since epoch "
+                f"{lost} was lost with the subtask's previous instance (its task failed or "
+                "moved to another host); the job fails over to its latest checkpoint and "
+                "writes them again"
+            )
+
+    def notify_checkpoint_complete(self, epoch: int) -> None:
+        self.pending = [c for c in self.pending if c.epoch > epoch]
+
+    def _flush(self) -> None:
+        if not self.batch:
+            return
+        pg = psycopg()
+        for attempt in range(self.settings.max_retries + 1):
+            try:
+                if self.connection is None:
+                    self.connection = self._connect()
+                with self.connection.cursor() as cursor:
+                    cursor.executemany(self.statement, self.batch)
+                break
+            except pg.OperationalError as exc:
+                self._drop_connection()
+                # Only a transaction that held nothing yet can start again elsewhere
+                if self.open_since is not None or attempt == self.settings.max_retries:
+                    raise JdbcSinkError(f"{self._where()}: {exc}{self._lost()}") from exc
+                time.sleep(min(1.0 * (attempt + 1), 5.0))
+            except pg.Error as exc:
+                raise JdbcSinkError(
+                    f"{self._where()}: {type(exc).__name__}: {exc}{self._lost()}"
+                ) from exc
+        self.batch = []
+        if self.open_since is None:
+            self.open_since = self.ctx.epoch
+
+    def end_epoch(self) -> None:
+        """Flush; at a checkpoint, prepare the open transaction (the pre-commit)."""
+        self._flush()
+        ctx = self.ctx
+        if not ctx.checkpoint or self.open_since is None:
+            return
+        staging = ctx.staging
+        if staging is None:
+            raise RuntimeError("a JdbcSink transaction prepared outside an epoch (no staging log)")
+        gid = transaction_id(ctx.job_id, ctx.uid, ctx.index, ctx.attempt)
+        staging.stage(staged_url(self.settings.database, gid))  # recorded before it exists
+        sql = psycopg().sql
+        try:
+            self.connection.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+        except psycopg().Error as exc:
+            raise JdbcSinkError(
+                f"{self._subtask()}: PREPARE TRANSACTION failed: {exc}{self._lost()}"
+            ) from exc
+        self.pending.append(JdbcCommittable(ctx.epoch, gid))
+        self.open_since = None
+
+    def _connect(self) -> Any:
+        """A connection for a new transaction, once this instance's strays are rolled back:
+        transactions its subtask prepared in attempts that lost (a task that died after its
+        PREPARE), whose row locks the transaction would otherwise wait on for ever."""
+        connection = self.settings.connect(autocommit=True)
+        ctx = self.ctx
+        prefix = subtask_prefix(ctx.job_id, ctx.uid, ctx.index)
+        sql = psycopg().sql
+        keep = {c.gid for c in self.pending}
+        strays = connection.execute(
+            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
+            "AND starts_with(gid, %s)",
+            (prefix,),
+        ).fetchall()
+        for (gid,) in strays:
+            if gid not in keep:
+                connection.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
+        connection.autocommit = False
+        return connection
+
+    def _lost(self) -> str:
+        if self.open_since is None:
+            return ""
+        return (
+            f"; its open transaction with the rows since epoch {self.open_since} is rolled "
+            "back, and the job fails over to its latest checkpoint"
+        )
+
+    def _subtask(self) -> str:
+        ctx = self.ctx
+        return (
+            f"{self.settings.describe()}, operator '{ctx.name}' (uid '{ctx.uid}', subtask "
+            f"{ctx.index}, epoch {ctx.epoch})"
+        )
+
+    def close(self) -> None:
+        """Closing the connection rolls the open transaction back (an attempt that failed);
+        what it prepared stays for the driver, which commits or aborts it."""
+        super().close()
+        self.open_since = None
+
+
+def jdbc_exactly_once_writer(
+    settings: JdbcSinkSettings,
+) -> Callable[[OperatorContext], JdbcExactlyOnceWriter]:
+    def create(ctx: OperatorContext) -> JdbcExactlyOnceWriter:
+        return JdbcExactlyOnceWriter(ctx, settings)
+
+    return create

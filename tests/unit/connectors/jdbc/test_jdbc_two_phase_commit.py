@@ -1,0 +1,225 @@
+"""The exactly-once JDBC sink's writer and committer against a real PostgreSQL
+(``postgres_server``), without Spark: one transaction per subtask from checkpoint to
+checkpoint, prepared at the checkpoint and committed by the driver; what losing attempts
+prepared is rolled back, by the next instance of the subtask and by the driver."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import psycopg
+import pytest
+
+from lockgate.connectors.jdbc.committer import JdbcCommitter
+from lockgate.connectors.jdbc.exactly_once_writer import JdbcExactlyOnceWriter
+from lockgate.connectors.jdbc.prepared_transaction import (
+    JdbcCommittable,
+    parse_staged_url,
+    staged_url,
+    transaction_id,
+)
+from lockgate.connectors.jdbc.sink import ExactlyOnceSettings, JdbcSinkError, JdbcSinkSettings
+from lockgate.core.fs.storage import Storage
+from lockgate.core.two_phase_commit import CommitFailedError
+from lockgate.runtime.messages.staged_files import StagedFiles
+from lockgate.runtime.subtaskhost.context import RecordTimestamp
+from lockgate.runtime.subtaskhost.operators import OperatorContext
+from lockgate.runtime.subtaskhost.staging_log import StagingLog
+
+UID = "jdbc-sink"
+
+
+@pytest.fixture
+def table(postgres_server):
+    name = f"t_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server.conninfo, autocommit=True) as connection:
+        connection.execute(f"CREATE TABLE {name} (k int PRIMARY KEY, n int)")
+    yield name
+    with psycopg.connect(postgres_server.conninfo, autocommit=True) as connection:
+        for (gid,) in connection.execute("SELECT gid FROM pg_prepared_xacts").fetchall():
+            connection.execute(f"ROLLBACK PREPARED '{gid}'")
+
+
+def settings(server, table: str, port: int | None = None, attempts: int = 3) -> JdbcSinkSettings:
+    return JdbcSinkSettings(
+        f"jdbc:postgresql://127.0.0.1:{port or server.port}/postgres",
+        "test",
+        None,
+        f"INSERT INTO {table} (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = excluded.n",
+        batch_size=2,
+        batch_interval_ms=0,
+        max_retries=1,
+        exactly_once=ExactlyOnceSettings(max_commit_attempts=attempts, recovered_and_rollback=True),
+    )
+
+
+class Subtask:
+    """One instance of the writer, driven epoch by epoch as a subtask host drives it."""
+
+    def __init__(self, sink: JdbcSinkSettings, staging: Storage, job: str, index: int = 0):
+        self.staging = staging
+        self.ctx = OperatorContext(
+            "JdbcSink", UID, index, 2, None, None, [], RecordTimestamp(), job_id=job
+        )
+        self.writer = JdbcExactlyOnceWriter(self.ctx, sink)
+
+    def epoch(self, epoch: int, rows, checkpoint: bool, attempt: str | None = None) -> dict:
+        ctx = self.ctx
+        ctx.epoch, ctx.checkpoint, ctx.commit_on_checkpoint = epoch, checkpoint, True
+        ctx.attempt = attempt or f"e{epoch}-g0t{epoch}a{epoch}"
+        ctx.staging = StagingLog(self.staging, epoch, 1, ctx.index, ctx.attempt)
+        for row in rows:
+            self.writer.process(row)
+        self.writer.end_epoch()
+        return self.writer.snapshot_state()
+
+
+def rows_of(server, table: str) -> dict[int, int]:
+    with psycopg.connect(server.conninfo) as connection:
+        return dict(connection.execute(f"SELECT k, n FROM {table}").fetchall())
+
+
+def prepared(server) -> list[str]:
+    with psycopg.connect(server.conninfo) as connection:
+        return [gid for (gid,) in connection.execute("SELECT gid FROM pg_prepared_xacts")]
+
+
+def test_rows_stay_invisible_until_the_driver_commits_the_checkpoint(
+    postgres_server, table, tmp_path
+):
+    sink = settings(postgres_server, table)
+    job = uuid.uuid4().hex
+    subtask = Subtask(sink, Storage(str(tmp_path)), job)
+    first = subtask.epoch(1, [(1, 1), (2, 1), (3, 1)], checkpoint=False)
+    assert first == {"committables": [], "open_since": 1}
+    second = subtask.epoch(2, [(1, 2)], checkpoint=True)
+    assert second["open_since"] is None
+    [committable] = second["committables"]
+    gid = JdbcCommittable.read(committable).gid
+    assert gid == transaction_id(job, UID, 0, "e2-g0t2a2")
+    assert rows_of(postgres_server, table) == {}, "rows of an uncommitted checkpoint are visible"
+    assert prepared(postgres_server) == [gid]
+    record = StagedFiles.from_json(Storage(str(tmp_path)).read_json("e2/1-0-e2-g0t2a2.json"), "")
+    assert record.files == (staged_url(sink.database, gid),), "recorded before it is prepared"
+
+    committer = JdbcCommitter(sink)
+    committer.commit(committable)
+    committer.commit(committable)  # a restore commits its checkpoint again: nothing changes
+    assert rows_of(postgres_server, table) == {1: 2, 2: 1, 3: 1}
+    assert prepared(postgres_server) == []
+    subtask.writer.notify_checkpoint_complete(2)
+    assert subtask.writer.snapshot_state() == {"committables": [], "open_since": None}
+    subtask.writer.close()
+
+
+def test_a_rebuilt_instance_rolls_back_what_a_losing_attempt_prepared(
+    postgres_server, table, tmp_path
+):
+    """An attempt that died after its PREPARE holds its rows' locks: the next instance of
+    the subtask would wait on them for ever, so it rolls that transaction back first."""
+    sink = settings(postgres_server, table)
+    job = uuid.uuid4().hex
+    lost = Subtask(sink, Storage(str(tmp_path)), job)
+    lost.epoch(1, [(7, 1)], checkpoint=True, attempt="e1-g0t1a1")
+    lost.writer.connection.close()  # the attempt dies; its prepared transaction stays
+    other_subtask = Subtask(sink, Storage(str(tmp_path)), job, index=1)
+    other_subtask.epoch(1, [(8, 1)], checkpoint=True)
+    assert len(prepared(postgres_server)) == 2
+
+    retry = Subtask(sink, Storage(str(tmp_path)), job)
+    done = threading.Event()
+
+    def run_retry() -> None:
+        retry.epoch(1, [(7, 1)], checkpoint=True, attempt="e1-g0t1a2")
+        done.set()
+
+    worker = threading.Thread(target=run_retry, daemon=True)
+    worker.start()
+    assert done.wait(20), "the retry waited on the lost attempt's row lock"
+    gids = prepared(postgres_server)
+    assert transaction_id(job, UID, 0, "e1-g0t1a1") not in gids
+    assert transaction_id(job, UID, 0, "e1-g0t1a2") in gids
+    assert transaction_id(job, UID, 1, "e1-g0t1a1") in gids, "another subtask's was touched"
+    for instance in (retry, other_subtask):
+        instance.writer.close()
+
+
+def test_an_instance_rebuilt_from_an_open_transaction_fails_the_job_over(
+    postgres_server, table, tmp_path
+):
+    sink = settings(postgres_server, table)
+    subtask = Subtask(sink, Storage(str(tmp_path)), uuid.uuid4().hex, index=1)
+    with pytest.raises(JdbcSinkError) as failure:
+        subtask.writer.restore_state({"committables": [], "open_since": 4})
+    message = str(failure.value)
+    assert "uid 'jdbc-sink', subtask 1" in message and "since epoch 4" in message
+    assert "fails over to its latest checkpoint" in message
+
+
+def test_a_lost_connection_with_an_open_transaction_fails_naming_the_rows_it_held(
+    postgres_server, table, tmp_path
+):
+    sink = settings(postgres_server, table)
+    subtask = Subtask(sink, Storage(str(tmp_path)), uuid.uuid4().hex)
+    subtask.epoch(1, [(1, 1), (2, 1)], checkpoint=False)
+    with psycopg.connect(postgres_server.conninfo, autocommit=True) as admin:
+        pid = subtask.writer.connection.info.backend_pid
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(JdbcSinkError, match="rows since epoch 1 is rolled back"):
+        subtask.epoch(2, [(3, 1), (4, 1)], checkpoint=True)
+    subtask.writer.close()
+    assert rows_of(postgres_server, table) == {} and prepared(postgres_server) == []
+
+
+def test_the_driver_aborts_by_name_and_rolls_back_what_lingers_of_its_jobs(
+    postgres_server, table, tmp_path
+):
+    sink = settings(postgres_server, table)
+    committer = JdbcCommitter(sink)
+    jobs = [uuid.uuid4().hex for _ in range(3)]
+    states = [
+        Subtask(sink, Storage(str(tmp_path / job)), job).epoch(1, [(i, i)], checkpoint=True)
+        for i, job in enumerate(jobs)
+    ]
+    gids = [JdbcCommittable.read(state["committables"][0]).gid for state in states]
+    kept = staged_url(sink.database, gids[0])
+    assert committer.may_stage(kept) and parse_staged_url(kept) == (sink.database, gids[0])
+    assert not committer.may_stage(kept.replace("/postgres#", "/other#"))
+    assert not committer.may_stage(f"postgresql://{sink.database}#not-ours")
+
+    committer.abort_lingering({jobs[0], jobs[1]}, keep={kept})
+    assert sorted(prepared(postgres_server)) == sorted([gids[0], gids[2]]), (
+        "a transaction the checkpoint holds, or one of another job, was rolled back"
+    )
+    committer.abort(staged_url(sink.database, gids[2]))
+    committer.abort(staged_url(sink.database, gids[2]))  # gone already: nothing to do
+    assert prepared(postgres_server) == [gids[0]]
+
+
+def test_a_commit_the_database_cannot_take_now_fails_the_job_over(postgres_server, table):
+    with socket_port() as closed:
+        committer = JdbcCommitter(settings(postgres_server, table, port=closed, attempts=2))
+        committable = JdbcCommittable(1, transaction_id(uuid.uuid4().hex, UID, 0, "e1")).to_json()
+        with pytest.raises(CommitFailedError, match="after 2 attempts"):
+            committer.commit(committable)
+
+
+def test_a_committable_that_names_no_lockgate_transaction_is_refused(postgres_server, table):
+    committer = JdbcCommitter(settings(postgres_server, table))
+    with pytest.raises(JdbcSinkError, match="not the name of a transaction lockgate prepares"):
+        committer.commit({"epoch": 1, "gid": "someone-elses"})
+
+
+def socket_port():
+    """A port nothing listens on, for as long as the context lasts."""
+    import contextlib
+    import socket
+
+    @contextlib.contextmanager
+    def reserved():
+        with socket.socket() as holder:
+            holder.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+            yield holder.getsockname()[1]
+
+    return reserved()
