@@ -46,8 +46,11 @@ def reference(splits: int) -> Counter:
 
 
 class Slow(MapFunction):
+    def __init__(self, sleep_s: float = SLEEP_S):
+        self.sleep_s = sleep_s
+
     def map(self, value):
-        time.sleep(SLEEP_S)
+        time.sleep(self.sleep_s)
         return value
 
 
@@ -61,10 +64,15 @@ class CountPerKey(KeyedProcessFunction):
         yield f"{value[0]},{value[1]},{count}"
 
 
-def main(argv: list[str]) -> None:
-    out, checkpoints, work, parallelism, backend = argv[:5]
-    recovery = argv[5] if len(argv) > 5 else ""
-    splits = int(parallelism)
+def environment(
+    checkpoints: str,
+    work: str,
+    parallelism: int,
+    backend: str,
+    recovery: str,
+    settings: dict[str, str] | None = None,
+) -> StreamExecutionEnvironment:
+    """Checkpoints at every epoch, three retained and kept when the job does not finish."""
     config = Configuration()
     config.set_string("spark.master", "local[2]")
     config.set_string("spark.ui.enabled", "false")
@@ -77,8 +85,10 @@ def main(argv: list[str]) -> None:
         config.set_string("state.backend.rocksdb.localdir", f"{work}/rocksdb")
     if recovery:
         config.set_string("execution.state-recovery.path", recovery)
+    for key, value in (settings or {}).items():
+        config.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(config)
-    env.set_parallelism(splits)
+    env.set_parallelism(parallelism)
     env.enable_checkpointing(1, CheckpointingMode.EXACTLY_ONCE)
     checkpoint_config = env.get_checkpoint_config()
     checkpoint_config.set_checkpoint_storage(FileSystemCheckpointStorage(checkpoints))
@@ -87,30 +97,45 @@ def main(argv: list[str]) -> None:
         ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
     )
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 10))
-    sink = (
-        FileSink.for_row_format(out, Encoder.simple_string_encoder())
-        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-        .build()
-    )
-    (
+    return env
+
+
+def counted_lines(env: StreamExecutionEnvironment, splits: int, sleep_s: float = SLEEP_S):
+    """The numbers, slowed down by ``sleep_s`` each, counted per key: ``split,i,count``
+    lines."""
+    return (
         env.from_collection(records(splits))
         .set_parallelism(splits)
         .uid("numbers")
-        .map(Slow())
+        .map(Slow(sleep_s))
         .uid("slow")
         .key_by(lambda r: (r[0], r[1] % KEYS))
         .process(CountPerKey())
         .uid("count-per-key")
-        .sink_to(sink)
-        .uid("file-sink")
     )
-    result = env.execute("driver kill")
+
+
+def print_result(result) -> None:
     summary = {
         "epochs": [e.epoch for e in result.epochs],
         "checkpoints": [[c.id, c.epoch, c.status] for c in result.checkpoints],
         "restarts": result.restarts,
     }
     print("RESULT " + json.dumps(summary), flush=True)
+
+
+def main(argv: list[str]) -> None:
+    out, checkpoints, work, parallelism, backend = argv[:5]
+    recovery = argv[5] if len(argv) > 5 else ""
+    splits = int(parallelism)
+    env = environment(checkpoints, work, splits, backend, recovery)
+    sink = (
+        FileSink.for_row_format(out, Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
+    counted_lines(env, splits).sink_to(sink).uid("file-sink")
+    print_result(env.execute("driver kill"))
 
 
 if __name__ == "__main__":

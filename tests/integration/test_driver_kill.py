@@ -10,18 +10,16 @@ its committed output must equal that of a run without failure: nothing lost, not
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from driver_kill_job import MAX_RECORDS, PER_SPLIT, reference
+from driver_process import completed_checkpoints, kill_group, log_tail, start_driver
 from exactly_once_job import committed_lines
 
 SCRIPT = Path(__file__).with_name("driver_kill_job.py")
@@ -29,20 +27,8 @@ START_TIMEOUT_S = 120  # until two checkpoints exist
 RUN_TIMEOUT_S = 180
 
 
-def completed_checkpoints(job_dir: Path) -> list[Path]:
-    """chk-<n> directories whose _metadata exists, oldest first."""
-    found = [
-        p
-        for p in job_dir.glob("chk-*")
-        if re.fullmatch(r"chk-\d+", p.name) and (p / "_metadata").exists()
-    ]
-    return sorted(found, key=lambda p: int(p.name[4:]))
-
-
 def start(tmp_path: Path, name: str, parallelism: int, backend: str, recovery: Path | None = None):
     args = [
-        sys.executable,
-        str(SCRIPT),
         str(tmp_path / "out"),
         str(tmp_path / "checkpoints"),
         str(tmp_path / "work"),  # both runs: the second sweeps what the killed one left
@@ -51,32 +37,7 @@ def start(tmp_path: Path, name: str, parallelism: int, backend: str, recovery: P
     ]
     if recovery is not None:
         args.append(str(recovery))
-    log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed by the caller
-    process = subprocess.Popen(
-        args, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    return process, log
-
-
-def log_tail(tmp_path: Path, name: str, lines: int = 40) -> str:
-    text = (tmp_path / f"{name}.log").read_text(errors="replace").splitlines()
-    return "\n".join(line for line in text[-lines:])
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the driver, then everything else in its process group (the JVM, workers)."""
-    os.kill(process.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(process.pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    raise AssertionError("processes of the killed job are still alive")
+    return start_driver(tmp_path, name, SCRIPT, args)
 
 
 # Parallelism 3 on both backends; parallelism 1 adds nothing the other recovery tests lack

@@ -7,11 +7,16 @@ finds the transaction of its subtask gone. No prepared transaction is left behin
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
+import driver_kill_job
 import psycopg
 import pytest
+from driver_process import completed_checkpoints, kill_group, log_tail, start_driver
 from exactly_once_job import (
     KEYS,
     CountPerKey,
@@ -22,7 +27,7 @@ from exactly_once_job import (
     records,
     reference,
 )
-from lockgate_it_support import BACKENDS
+from lockgate_it_support import BACKENDS, FULL
 
 from lockgate.common import RestartStrategies, Row
 from lockgate.common.config_options import ConfigurationError
@@ -34,6 +39,7 @@ from lockgate.datastream.connectors.jdbc import (
 )
 
 SPLITS = 2
+KILL_SCRIPT = Path(__file__).with_name("jdbc_kill_job.py")
 
 
 def new_table(server) -> str:
@@ -129,3 +135,96 @@ def test_exactly_once_sink_without_exactly_once_checkpoints_fails_before_the_job
     )
     with pytest.raises(ConfigurationError, match=r"uid 'orders-out'.*enable_checkpointing"):
         env.execute("no checkpoints")
+
+
+@pytest.mark.parametrize(
+    "kill",
+    [
+        "after-metadata-before-commit@3",
+        pytest.param("", marks=FULL),  # SIGKILLed from outside, after two checkpoints
+    ],
+)
+def test_killed_driver_resumes_with_each_row_exactly_once(tmp_path, postgres_server, kill):
+    """With ``after-metadata-before-commit@3`` the driver dies once checkpoint 3 is complete
+    and before its transactions are committed: they stay prepared, and the resumed job,
+    restoring checkpoint 3, commits them."""
+    server = postgres_server
+    table = new_table(server)
+    checkpoints = tmp_path / "checkpoints"
+
+    def args(kill: str, sleep_s: float, *recovery: Path) -> list[str]:
+        return [server.url, table, str(checkpoints), str(tmp_path / "work"), str(SPLITS), kill,
+                str(sleep_s), *map(str, recovery)]  # fmt: skip
+
+    sleep_s = 0 if kill else driver_kill_job.SLEEP_S  # slow enough to be killed mid-run
+    first, first_log = start_driver(tmp_path, "first", KILL_SCRIPT, args(kill, sleep_s))
+    try:
+        if kill:
+            assert first.wait(timeout=120) == -9, log_tail(tmp_path, "first")
+        else:
+            deadline = time.monotonic() + 120
+            while len(list(checkpoints.glob("*/chk-*/_metadata"))) < 2:
+                assert first.poll() is None, log_tail(tmp_path, "first")
+                assert time.monotonic() < deadline, log_tail(tmp_path, "first")
+                time.sleep(0.05)
+    finally:
+        kill_group(first)
+        first_log.close()
+    [job_dir] = [p for p in checkpoints.iterdir() if p.is_dir()]
+    latest = completed_checkpoints(job_dir)[-1]
+    before = table_lines(server, table)
+    expected = driver_kill_job.reference(SPLITS)
+    assert sum(before.values()) < sum(expected.values()) and not before - expected
+    if kill:
+        assert latest.name == "chk-3"
+        assert prepared_transactions(server), "checkpoint 3's transactions were not prepared"
+
+    second, second_log = start_driver(tmp_path, "second", KILL_SCRIPT, args("", 0, latest))
+    try:
+        assert second.wait(timeout=180) == 0, log_tail(tmp_path, "second")
+    finally:
+        kill_group(second)
+        second_log.close()
+    assert_same_lines(table_lines(server, table), expected)
+    assert prepared_transactions(server) == []
+
+
+def test_database_crash_and_restart_mid_run_leaves_each_row_exactly_once(
+    make_env, tmp_path, postgres_server
+):
+    """PostgreSQL stops without a clean shutdown (``immediate``) once two checkpoints are
+    complete, and comes back a second later: open transactions are gone, prepared ones
+    survive; the job fails over until it can commit again."""
+    server = postgres_server
+    table = new_table(server)
+    checkpoints = tmp_path / "checkpoints"
+    env = checkpointed_env(
+        make_env, checkpoints, SPLITS, restart=RestartStrategies.fixed_delay_restart(20, 500)
+    )
+    (
+        driver_kill_job.counted_lines(env, SPLITS)
+        .map(lambda line: Row(*(int(x) for x in line.split(","))))
+        .add_sink(exactly_once_sink(server, table))
+        .uid("jdbc")
+    )
+    crashed = threading.Event()
+
+    def crash_and_restart() -> None:
+        deadline = time.monotonic() + 120
+        while len(list(checkpoints.glob("*/chk-*/_metadata"))) < 2:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+        server.stop("immediate")
+        crashed.set()
+        time.sleep(1)
+        server.start()
+
+    crasher = threading.Thread(target=crash_and_restart, daemon=True)
+    crasher.start()
+    result = env.execute("jdbc exactly once, database crash")
+    crasher.join(timeout=60)
+    assert crashed.is_set(), "the database was not stopped while the job ran"
+    assert result.restarts >= 1
+    assert_same_lines(table_lines(server, table), driver_kill_job.reference(SPLITS))
+    assert prepared_transactions(server) == []

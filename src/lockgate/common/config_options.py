@@ -636,6 +636,15 @@ INJECT_FAILURE = ConfigOption(
     "Fail once at a named point; for lockgate's own fault-tolerance tests only.",
 )
 
+KILL_DRIVER = ConfigOption(
+    "lockgate.testing.kill-driver",
+    "",
+    _non_empty,
+    "'<point>@<checkpoint id>': metadata-write, after-metadata-before-commit or mid-commit",
+    "SIGKILL the driver's process at a named point of a checkpoint, as when its machine "
+    "dies; for lockgate's own fault-tolerance tests only.",
+)
+
 LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
     option.key: option
     for option in (
@@ -651,6 +660,7 @@ LOCKGATE_OPTIONS: dict[str, ConfigOption[Any]] = {
         RECORD_MAX_SIZE,
         STATE_CACHE_ENTRIES,
         INJECT_FAILURE,
+        KILL_DRIVER,
     )
 }
 VALIDATED_OPTIONS: dict[str, ConfigOption[Any]] = {

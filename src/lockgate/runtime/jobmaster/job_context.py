@@ -67,7 +67,7 @@ class JobContext:
             shared_state=SharedStateRegistry(state_files),
             staged=StagedFilesRegistry((job_root or work).child("staging"), job_committers(job)),
             results=CollectedResults(),
-            injector=FailureInjector(settings.injections),
+            injector=FailureInjector(settings.injections, settings.kills),
             summary=JobSummary(
                 settings.job_id, settings.job_name, deque(maxlen=settings.epoch_history)
             ),

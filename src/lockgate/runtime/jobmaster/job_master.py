@@ -177,7 +177,15 @@ class JobMaster:
             if graph is not None:
                 graph.destroy()
             standing_on = self.ctx.coordinator.latest or self.failover.resumed_from
-            self.failover.abort_staged(self.ctx.staged, standing_on)
+            try:
+                self.failover.abort_staged(self.ctx.staged, standing_on)
+            except OSError as exc:  # a sink's system is unreachable; the job's outcome stands
+                log.warning(
+                    "job %s: what its sinks staged after its latest checkpoint could not all "
+                    "be aborted (a restore from that checkpoint aborts it): %s",
+                    self.ctx.settings.job_id,
+                    exc,
+                )
             if self.ctx.coordinator.shutdown(status):  # only the retained checkpoints' files stay
                 self.ctx.shared_state.release_live(self.ctx.state.subtask_files())
                 self.ctx.shared_state.sweep()

@@ -32,6 +32,7 @@ INJECTION_POINTS = (
     "mid-commit",
     "during-restore",
 )
+DRIVER_KILL_POINTS = ("metadata-write", "after-metadata-before-commit", "mid-commit")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class JobSettings:
     ignore_unclaimed: bool
     savepoint_dir: str | None  # where savepoints go unless the request names a directory
     injections: frozenset[tuple[str, int]]  # (point, epoch or checkpoint id): tests only
+    kills: frozenset[tuple[str, int]]  # (driver point, checkpoint id): tests only
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds
     signing_key: CheckpointSigningKey | None  # of checkpoints and savepoints (driver only)
@@ -85,7 +87,8 @@ class JobSettings:
             recovery_path=options.STATE_RECOVERY_PATH.read(config) or None,
             ignore_unclaimed=options.IGNORE_UNCLAIMED_STATE.read(config),
             savepoint_dir=options.SAVEPOINT_DIR.read(config) or None,
-            injections=_injections(config),
+            injections=_injections(config, options.INJECT_FAILURE, INJECTION_POINTS),
+            kills=_injections(config, options.KILL_DRIVER, DRIVER_KILL_POINTS),
             keyed_state=keyed_state,
             batch_bounds=BatchBounds(
                 options.SHUFFLE_BATCH_MAX_RECORDS.read(config),
@@ -177,15 +180,17 @@ def _check_local_dirs(keyed_state: KeyedStateSettings) -> None:
             )
 
 
-def _injections(config: Mapping[str, str]) -> frozenset[tuple[str, int]]:
-    spec = options.INJECT_FAILURE.read(config)
+def _injections(
+    config: Mapping[str, str], option: options.ConfigOption[str], points: tuple[str, ...]
+) -> frozenset[tuple[str, int]]:
+    spec = option.read(config)
     injections = set()
     for item in filter(None, (part.strip() for part in spec.split(","))):
         point, _, number = item.partition("@")
-        if point not in INJECTION_POINTS or not number.isdigit():
+        if point not in points or not number.isdigit():
             raise options.ConfigurationError(
-                f"invalid value {spec!r} for configuration key '{options.INJECT_FAILURE.key}': "
-                f"allowed values are {options.INJECT_FAILURE.allowed}"
+                f"invalid value {spec!r} for configuration key '{option.key}': "
+                f"allowed values are {option.allowed}"
             )
         injections.add((point, int(number)))
     return frozenset(injections)
