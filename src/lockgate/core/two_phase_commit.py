@@ -24,6 +24,10 @@ class CommitFailedError(OSError):
 
 
 class Committer(ABC):
+    #: what it stages holds locks in the system written to until it is committed (prepared
+    #: transactions): no epoch may run past a failed checkpoint, whose output would block it
+    locks_until_committed = False
+
     @abstractmethod
     def commit(self, committable: Any) -> None:
         """Make the committable's output visible; doing it again changes nothing."""

@@ -3,13 +3,12 @@ transactions a completed checkpoint holds, ``ROLLBACK PREPARED`` of what losing 
 and undone epochs prepared.
 
 A transaction that is no longer prepared was committed before (a restore commits its
-checkpoint again): nothing else ends one, because the driver aborts only transactions that
-no retained checkpoint holds.
+checkpoint again), unless PostgreSQL says its id was aborted: then its rows are lost and
+the job fails, naming it, rather than going on as if they were written.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from typing import Any
@@ -20,13 +19,15 @@ from lockgate.connectors.jdbc.prepared_transaction import (
     parse_staged_url,
     staged_url,
 )
-from lockgate.connectors.jdbc.sink import JdbcSinkSettings, psycopg
+from lockgate.connectors.jdbc.sink import JdbcSinkError, JdbcSinkSettings, psycopg
 from lockgate.core.two_phase_commit import CommitFailedError, Committer
 
 log = logging.getLogger("lockgate")
 
 
 class JdbcCommitter(Committer):
+    locks_until_committed = True
+
     def __init__(self, settings: JdbcSinkSettings):
         assert settings.exactly_once is not None
         self.settings = settings
@@ -34,7 +35,20 @@ class JdbcCommitter(Committer):
         self.database = settings.database
 
     def commit(self, committable: Any) -> None:
-        self._finish("COMMIT", JdbcCommittable.read(committable).gid)
+        transaction = JdbcCommittable.read(committable)
+        if self._finish("COMMIT", transaction.gid):
+            return
+        [status] = self._run(
+            lambda c: c.execute("SELECT pg_xact_status(%s::xid8)", (transaction.xid,)).fetchone(),
+            f"look up transaction {transaction.xid}",
+        )
+        if status == "aborted":
+            raise JdbcSinkError(
+                f"{self.settings.describe()}: transaction {transaction.gid} (xid "
+                f"{transaction.xid}), which a completed checkpoint holds for the rows of its "
+                f"subtask up to epoch {transaction.epoch}, was rolled back before its commit: "
+                "those rows are lost. Did a session or another job run ROLLBACK PREPARED?"
+            )
 
     def may_stage(self, url: str) -> bool:
         parsed = parse_staged_url(url)
@@ -70,16 +84,20 @@ class JdbcCommitter(Committer):
                 log.warning("%s: rolling back lingering transaction %s", self.database, gid)
                 self._finish("ROLLBACK", gid)
 
-    def _finish(self, verb: str, gid: str) -> None:
-        """``COMMIT`` or ``ROLLBACK`` the prepared transaction ``gid``, if it still is."""
+    def _finish(self, verb: str, gid: str) -> bool:
+        """``COMMIT`` or ``ROLLBACK`` the prepared transaction ``gid``, if it still is;
+        whether it was."""
         pg = psycopg()
         statement = pg.sql.SQL(f"{verb} PREPARED {{}}").format(pg.sql.Literal(gid))
 
-        def finish(connection: Any) -> None:
-            with contextlib.suppress(pg.errors.UndefinedObject):  # not prepared: done before
+        def finish(connection: Any) -> bool:
+            try:
                 connection.execute(statement)
+            except pg.errors.UndefinedObject:  # not prepared (any more)
+                return False
+            return True
 
-        self._run(finish, f"{verb} PREPARED {gid}")
+        return bool(self._run(finish, f"{verb} PREPARED {gid}"))
 
     def _run(self, action: Any, what: str) -> Any:
         """``action(connection)`` on a new connection, tried ``max_commit_attempts`` times

@@ -17,12 +17,14 @@ no open transaction, and replays them.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
 
 from lockgate.connectors.jdbc.prepared_transaction import (
     JdbcCommittable,
+    attempt_epoch,
     staged_url,
     subtask_prefix,
     transaction_id,
@@ -30,6 +32,11 @@ from lockgate.connectors.jdbc.prepared_transaction import (
 from lockgate.connectors.jdbc.sink import JdbcSinkError, JdbcSinkSettings, psycopg
 from lockgate.connectors.jdbc.writer import JdbcSinkWriter
 from lockgate.runtime.subtaskhost.operators import OperatorContext
+
+#: how long a write waits for a row another transaction holds: longer than the driver
+#: takes to commit a completed checkpoint; a transaction that holds it longer is another
+#: writer's (see ``_locked``)
+LOCK_TIMEOUT_MS = 20_000
 
 
 class JdbcExactlyOnceWriter(JdbcSinkWriter):
@@ -51,10 +58,10 @@ class JdbcExactlyOnceWriter(JdbcSinkWriter):
         lost = state.get("open_since")
         if lost is not None:
             raise JdbcSinkError(
-                f"{self._subtask()}: the open transaction holding its rows since epoch "
-                f"{lost} was lost with the subtask's previous instance (its task failed or "
-                "moved to another host); the job fails over to its latest checkpoint and "
-                "writes them again"
+                f"{self._subtask(self.ctx.restored_epoch)}: the open transaction holding its "
+                f"rows since epoch {lost} was lost with the subtask's previous instance (its "
+                "task failed or moved to another host); the job fails over to its latest "
+                "checkpoint and writes them again"
             )
 
     def notify_checkpoint_complete(self, epoch: int) -> None:
@@ -71,6 +78,8 @@ class JdbcExactlyOnceWriter(JdbcSinkWriter):
                 with self.connection.cursor() as cursor:
                     cursor.executemany(self.statement, self.batch)
                 break
+            except pg.errors.LockNotAvailable as exc:
+                raise JdbcSinkError(f"{self._where()}: {exc}{self._locked()}") from exc
             except pg.OperationalError as exc:
                 self._drop_connection()
                 # Only a transaction that held nothing yet can start again elsewhere
@@ -98,33 +107,64 @@ class JdbcExactlyOnceWriter(JdbcSinkWriter):
         staging.stage(staged_url(self.settings.database, gid))  # recorded before it exists
         sql = psycopg().sql
         try:
+            [xid] = self.connection.execute("SELECT pg_current_xact_id()::text").fetchone()
             self.connection.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
         except psycopg().Error as exc:
             raise JdbcSinkError(
                 f"{self._subtask()}: PREPARE TRANSACTION failed: {exc}{self._lost()}"
             ) from exc
-        self.pending.append(JdbcCommittable(ctx.epoch, gid))
+        self.pending.append(JdbcCommittable(ctx.epoch, gid, xid))
         self.open_since = None
 
     def _connect(self) -> Any:
-        """A connection for a new transaction, once this instance's strays are rolled back:
-        transactions its subtask prepared in attempts that lost (a task that died after its
-        PREPARE), whose row locks the transaction would otherwise wait on for ever."""
+        """A connection for a new transaction, once this subtask's strays are rolled back:
+        transactions it prepared in attempts of earlier epochs or restores that lost (a task
+        that died after its PREPARE), whose row locks it would otherwise wait on. Another
+        attempt of this very epoch is left to the driver, which alone knows which one wins;
+        if its locks are in the way, ``lock_timeout`` fails this attempt clearly."""
+        pg = psycopg()
         connection = self.settings.connect(autocommit=True)
-        ctx = self.ctx
-        prefix = subtask_prefix(ctx.job_id, ctx.uid, ctx.index)
-        sql = psycopg().sql
-        keep = {c.gid for c in self.pending}
-        strays = connection.execute(
-            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
-            "AND starts_with(gid, %s)",
-            (prefix,),
-        ).fetchall()
-        for (gid,) in strays:
-            if gid not in keep:
-                connection.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
-        connection.autocommit = False
+        try:
+            ctx = self.ctx
+            connection.execute(
+                pg.sql.SQL("SET lock_timeout = {}").format(pg.sql.Literal(LOCK_TIMEOUT_MS))
+            )
+            prefix = subtask_prefix(ctx.job_id, ctx.uid, ctx.index)
+            this = attempt_epoch(ctx.attempt)
+            keep = {c.gid for c in self.pending}
+            strays = connection.execute(
+                "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
+                "AND starts_with(gid, %s)",
+                (prefix,),
+            ).fetchall()
+            for (gid,) in strays:
+                if gid in keep or this is None:
+                    continue
+                stray = attempt_epoch(gid.removeprefix(prefix))
+                if stray is None:
+                    continue
+                (stray_epoch, stray_generation), (epoch, generation) = stray, this
+                if stray_generation < generation or (
+                    stray_generation == generation and stray_epoch < epoch
+                ):
+                    with contextlib.suppress(pg.errors.UndefinedObject):  # the driver's now
+                        connection.execute(
+                            pg.sql.SQL("ROLLBACK PREPARED {}").format(pg.sql.Literal(gid))
+                        )
+            connection.autocommit = False
+        except BaseException:
+            connection.close()
+            raise
         return connection
+
+    def _locked(self) -> str:
+        return (
+            f"; a row it writes was held for {LOCK_TIMEOUT_MS // 1000} s by another "
+            "transaction: another subtask's or sink's open or prepared transaction of this "
+            "job (rows must have one writer between two checkpoints: key_by the table's key "
+            "before the sink), a losing attempt of this epoch, or another session; the job "
+            "fails over to its latest checkpoint"
+        )
 
     def _lost(self) -> str:
         if self.open_since is None:
@@ -134,11 +174,11 @@ class JdbcExactlyOnceWriter(JdbcSinkWriter):
             "back, and the job fails over to its latest checkpoint"
         )
 
-    def _subtask(self) -> str:
+    def _subtask(self, epoch: int | None = None) -> str:
         ctx = self.ctx
         return (
             f"{self.settings.describe()}, operator '{ctx.name}' (uid '{ctx.uid}', subtask "
-            f"{ctx.index}, epoch {ctx.epoch})"
+            f"{ctx.index}, epoch {ctx.epoch if epoch is None else epoch})"
         )
 
     def close(self) -> None:

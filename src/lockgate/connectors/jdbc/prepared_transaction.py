@@ -49,6 +49,15 @@ def is_transaction_id(gid: str) -> bool:
     return _GID.fullmatch(gid) is not None
 
 
+_ATTEMPT = re.compile(r"e(?P<epoch>[0-9]+)-g(?P<generation>[0-9]+)t")
+
+
+def attempt_epoch(attempt: str) -> tuple[int, int] | None:
+    """(epoch, restore generation) of a task attempt's name (``e<n>-g<g>t<try>a<id>``)."""
+    found = _ATTEMPT.match(attempt)
+    return (int(found["epoch"]), int(found["generation"])) if found else None
+
+
 def staged_url(database: str, gid: str) -> str:
     """``database`` is ``host:port/dbname``."""
     return f"postgresql://{database}#{gid}"
@@ -57,7 +66,7 @@ def staged_url(database: str, gid: str) -> str:
 def parse_staged_url(url: str) -> tuple[str, str] | None:
     """(database, gid) of a staged transaction's URL; None if it is not one."""
     scheme, _, rest = url.partition("://")
-    database, _, gid = rest.partition("#")
+    database, _, gid = rest.rpartition("#")
     if scheme != "postgresql" or not is_transaction_id(gid):
         return None
     return database, gid
@@ -66,10 +75,12 @@ def parse_staged_url(url: str) -> tuple[str, str] | None:
 @dataclass(frozen=True)
 class JdbcCommittable(Record):
     """A transaction prepared at the end of ``epoch``, which the checkpoint of that epoch
-    (or, if it failed, the next one) commits."""
+    (or, if it failed, the next one) commits. ``xid``: its transaction id, by which a
+    commit that no longer finds it prepared learns whether it was committed or lost."""
 
     epoch: int
     gid: str
+    xid: str
 
     @classmethod
     def read(cls, raw: Any) -> JdbcCommittable:

@@ -31,7 +31,8 @@ class CheckpointFinalizer:
 
         A failed checkpoint is tolerated as configured, except the ``final`` one taken after
         the end of input: the job may finish only once it has committed all output, so its
-        failure is a failover (as in Flink), whatever the tolerance.
+        failure is a failover (as in Flink), whatever the tolerance; and except in a job
+        whose sinks' staged output holds locks, which the next epochs would wait on.
         """
         try:
             checkpoint = self.ctx.coordinator.complete(
@@ -51,6 +52,13 @@ class CheckpointFinalizer:
                 ) from exc
             if intolerable:
                 raise JobExecutionError(reason) from exc
+            locking = [c for c in self.ctx.staged.committers if c.locks_until_committed]
+            if locking:
+                raise JobExecutionError(
+                    f"{reason}; the job has sinks whose prepared transactions hold their rows' "
+                    "locks until a checkpoint commits them, so it fails over rather than "
+                    "tolerate the failed checkpoint"
+                ) from exc
             log.warning("%s", reason)
             return None
         self.ctx.shared_state.hold(("checkpoint", checkpoint.id), checkpoint.files())

@@ -179,12 +179,14 @@ class JobMaster:
             standing_on = self.ctx.coordinator.latest or self.failover.resumed_from
             try:
                 self.failover.abort_staged(self.ctx.staged, standing_on)
-            except OSError as exc:  # a sink's system is unreachable; the job's outcome stands
+            except Exception as exc:  # a sink's system unreachable, a damaged record: the
+                # job's own outcome stands, and the cleanup below must run
                 log.warning(
                     "job %s: what its sinks staged after its latest checkpoint could not all "
                     "be aborted (a restore from that checkpoint aborts it): %s",
                     self.ctx.settings.job_id,
                     exc,
+                    exc_info=not isinstance(exc, OSError),
                 )
             if self.ctx.coordinator.shutdown(status):  # only the retained checkpoints' files stay
                 self.ctx.shared_state.release_live(self.ctx.state.subtask_files())
@@ -314,7 +316,11 @@ class JobMaster:
             self.finalizer.finalize(plan.epoch, started, ends) if plan.checkpoint else None
         )
         stopped = False
-        if savepoint is not None:
+        if savepoint is not None and commits_on_checkpoint and checkpoint_id is None:
+            # Its committables would name output no checkpoint commits, which a failover
+            # or the job's end aborts
+            savepoints.fail(savepoint, SavepointError("the checkpoint of its epoch failed"))
+        elif savepoint is not None:
             taken = savepoints.complete(
                 savepoint,
                 ctx.state,

@@ -104,7 +104,7 @@ def complete(
 def fail(request: SavepointRequest, error: SavepointError) -> None:
     """The savepoint failed (``error`` says why): remove what it wrote and fail the
     request."""
-    if request.directory is not None:
+    if request.directory is not None and not request.future.done():  # not one taken
         try:
             request.directory.remove("")
         except OSError as exc:

@@ -89,7 +89,11 @@ class StagedFilesRegistry:
                 if record.epoch <= settled:
                     self._forget(record)  # its files are committed
                 continue
-            self._delete(record, [url for url in record.files if url not in held])
+            try:
+                self._delete(record, [url for url in record.files if url not in held])
+            except OSError as exc:  # a sink's system is unreachable now: the next sweep
+                log.warning("could not abort what %s staged: %s", record.name, exc)
+                continue
             if record.epoch <= epoch - ZOMBIE_EPOCHS:
                 self._forget(record)
         for key in [key for key in accepted if key[0] <= settled]:

@@ -113,11 +113,13 @@ def test_rows_stay_invisible_until_the_driver_commits_the_checkpoint(
     subtask.writer.close()
 
 
-def test_a_rebuilt_instance_rolls_back_what_a_losing_attempt_prepared(
-    postgres_server, table, tmp_path
+@pytest.mark.parametrize("retry", ["e2-g0t3a9", "e1-g1t3a9"])
+def test_a_later_instance_rolls_back_what_losing_attempts_prepared_before_it(
+    postgres_server, table, tmp_path, retry
 ):
-    """An attempt that died after its PREPARE holds its rows' locks: the next instance of
-    the subtask would wait on them for ever, so it rolls that transaction back first."""
+    """An attempt that died after its PREPARE holds its rows' locks: an instance of the
+    subtask in a later epoch, or after a restore, would wait on them, so it rolls that
+    transaction back first; another subtask's is not its to touch."""
     sink = settings(postgres_server, table)
     job = uuid.uuid4().hex
     lost = Subtask(sink, Storage(str(tmp_path)), job)
@@ -127,21 +129,40 @@ def test_a_rebuilt_instance_rolls_back_what_a_losing_attempt_prepared(
     other_subtask.epoch(1, [(8, 1)], checkpoint=True)
     assert len(prepared(postgres_server)) == 2
 
-    retry = Subtask(sink, Storage(str(tmp_path)), job)
+    later = Subtask(sink, Storage(str(tmp_path)), job)
     done = threading.Event()
 
-    def run_retry() -> None:
-        retry.epoch(1, [(7, 1)], checkpoint=True, attempt="e1-g0t1a2")
+    def run_later() -> None:
+        later.epoch(int(retry[1]), [(7, 2)], checkpoint=True, attempt=retry)
         done.set()
 
-    worker = threading.Thread(target=run_retry, daemon=True)
-    worker.start()
-    assert done.wait(20), "the retry waited on the lost attempt's row lock"
+    threading.Thread(target=run_later, daemon=True).start()
+    assert done.wait(15), "the later instance waited on the lost attempt's row lock"
     gids = prepared(postgres_server)
     assert transaction_id(job, UID, 0, "e1-g0t1a1") not in gids
-    assert transaction_id(job, UID, 0, "e1-g0t1a2") in gids
+    assert transaction_id(job, UID, 0, retry) in gids
     assert transaction_id(job, UID, 1, "e1-g0t1a1") in gids, "another subtask's was touched"
-    for instance in (retry, other_subtask):
+    for instance in (later, other_subtask):
+        instance.writer.close()
+
+
+def test_another_attempt_of_the_same_epoch_is_left_to_the_driver_and_fails_clearly(
+    postgres_server, table, tmp_path, monkeypatch
+):
+    """Which of two attempts of one epoch wins only the driver knows: a second attempt does
+    not roll back the first's transaction; when its locks are in the way it fails, saying
+    why, instead of waiting for ever."""
+    monkeypatch.setattr("lockgate.connectors.jdbc.exactly_once_writer.LOCK_TIMEOUT_MS", 300)
+    sink = settings(postgres_server, table)
+    job = uuid.uuid4().hex
+    first = Subtask(sink, Storage(str(tmp_path)), job)
+    first.epoch(1, [(7, 1)], checkpoint=True, attempt="e1-g0t1a1")
+    second = Subtask(sink, Storage(str(tmp_path)), job)
+    with pytest.raises(JdbcSinkError, match="key_by the table's key") as failure:
+        second.epoch(1, [(7, 1)], checkpoint=True, attempt="e1-g0t1a2")
+    assert "uid 'jdbc-sink', subtask 0, epoch 1" in str(failure.value)
+    assert prepared(postgres_server) == [transaction_id(job, UID, 0, "e1-g0t1a1")]
+    for instance in (first, second):
         instance.writer.close()
 
 
@@ -200,7 +221,8 @@ def test_the_driver_aborts_by_name_and_rolls_back_what_lingers_of_its_jobs(
 def test_a_commit_the_database_cannot_take_now_fails_the_job_over(postgres_server, table):
     with socket_port() as closed:
         committer = JdbcCommitter(settings(postgres_server, table, port=closed, attempts=2))
-        committable = JdbcCommittable(1, transaction_id(uuid.uuid4().hex, UID, 0, "e1")).to_json()
+        gid = transaction_id(uuid.uuid4().hex, UID, 0, "e1-g0t1a1")
+        committable = JdbcCommittable(1, gid, "1000").to_json()
         with pytest.raises(CommitFailedError, match="after 2 attempts"):
             committer.commit(committable)
 
@@ -208,7 +230,23 @@ def test_a_commit_the_database_cannot_take_now_fails_the_job_over(postgres_serve
 def test_a_committable_that_names_no_lockgate_transaction_is_refused(postgres_server, table):
     committer = JdbcCommitter(settings(postgres_server, table))
     with pytest.raises(JdbcSinkError, match="not the name of a transaction lockgate prepares"):
-        committer.commit({"epoch": 1, "gid": "someone-elses"})
+        committer.commit({"epoch": 1, "gid": "someone-elses", "xid": "1000"})
+
+
+def test_a_commit_of_a_transaction_rolled_back_behind_its_back_fails_naming_it(
+    postgres_server, table, tmp_path
+):
+    """A checkpoint's transaction that someone rolled back is lost, not committed: the
+    commit says so instead of going on as if its rows were written."""
+    sink = settings(postgres_server, table)
+    state = Subtask(sink, Storage(str(tmp_path)), uuid.uuid4().hex).epoch(
+        1, [(1, 1)], checkpoint=True
+    )
+    [committable] = state["committables"]
+    with psycopg.connect(postgres_server.conninfo, autocommit=True) as connection:
+        connection.execute(f"ROLLBACK PREPARED '{committable['gid']}'")
+    with pytest.raises(JdbcSinkError, match="was rolled back before its commit"):
+        JdbcCommitter(sink).commit(committable)
 
 
 def socket_port():

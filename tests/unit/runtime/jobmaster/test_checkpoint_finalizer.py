@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from driver_parts import Checkpointing
 
+from lockgate.connectors.file.committer import FileCommitter
 from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 
 CHECKPOINTS = {
@@ -53,3 +54,16 @@ def test_results_go_out_once_the_metadata_exists_even_if_the_commit_fails(tmp_pa
     assert job_root.exists("chk-1/_metadata")
     assert finalizer.ctx.results.take() == ["a"]
     assert finalizer.ctx.state.committed_epoch == 0  # the restore commits it
+
+
+def test_a_failed_checkpoint_is_not_tolerated_when_a_sink_holds_locks_until_commits(tmp_path):
+    """Prepared transactions keep their rows' locks until a checkpoint commits them: epochs
+    after a failed checkpoint would wait on them, so the job fails over instead."""
+    finalizer, _ = finalizer_for(tmp_path, [("metadata-write", 1)])
+
+    class Locking(FileCommitter):
+        locks_until_committed = True
+
+    finalizer.ctx.staged.committers.append(Locking(str(tmp_path / "out")))
+    with pytest.raises(JobExecutionError, match="rather than tolerate the failed checkpoint"):
+        finalizer.finalize(1, 0.0, final=False)
