@@ -1,6 +1,7 @@
 """KafkaSink in jobs on Spark, against a real broker (``kafka_broker``): AT_LEAST_ONCE loses
 nothing when a job fails and restores; NONE produces as records come; records go to the topic
-their selector names, keyed by their key schema; what cannot work fails before the job."""
+their selector names, keyed by their key schema; what cannot work fails before the job
+(EXACTLY_ONCE: ``test_kafka_exactly_once_jobs.py``)."""
 
 from __future__ import annotations
 
@@ -164,12 +165,10 @@ def java_partition(key: bytes, partitions: int) -> int:
     return (h & 0x7FFFFFFF) % partitions
 
 
-def test_a_missing_topic_and_exactly_once_fail_before_the_job_starts(make_env, kafka_broker):
+def test_a_missing_topic_fails_before_the_job_starts(make_env, kafka_broker):
     env = make_env(1)
     env.from_collection(["a"]).sink_to(
         sink(kafka_broker, DeliveryGuarantee.AT_LEAST_ONCE, topic="no-such-topic")
     )
     with pytest.raises(Exception, match=r"topic 'no-such-topic' does not exist"):
         env.execute("missing topic")
-    with pytest.raises(Exception, match=r"EXACTLY_ONCE is not supported yet"):
-        KafkaSink.builder().set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)

@@ -1,10 +1,12 @@
 """The two-phase-commit contract between a sink and the driver (Flink's Sink V2 Committer).
 
 In the tasks, a sink's writer pre-commits: it makes its output durable but invisible (a
-hidden file, a prepared database transaction) and reports *committables* (JSON) in its
-operator state, so they enter the checkpoint. On the driver, once the checkpoint is
-complete, the sink's ``Committer`` commits each of them. A commit must be idempotent:
-after a failure every committable of the restored checkpoint is committed again.
+hidden file, a prepared database transaction, records staged in a file) and reports
+*committables* (JSON) in its operator state, so they enter the checkpoint. Once the
+checkpoint is complete, the sink's ``Committer`` commits each of them: on the driver, or,
+for a ``TaskCommitter`` whose commit handles records (producing them to Kafka), in Spark
+tasks. A commit must be idempotent: after a failure every committable of the restored
+checkpoint is committed again.
 
 What a writer stages it first records by URL in its attempt's staging record; the driver
 aborts what losing attempts and undone epochs staged by these names (see
@@ -51,3 +53,19 @@ class Committer(ABC):
         """Abort what attempts of the jobs ``job_ids`` staged, found in the system written
         to rather than in staging records, except the URLs in ``keep``. Sinks whose staged
         output the staging records always name have nothing more to find."""
+
+
+class TaskCommitter(Committer):
+    """A committer whose commits run in Spark tasks (the driver never handles records):
+    the checkpoint's committables, in groups of one task each."""
+
+    @abstractmethod
+    def groups(self, committables: list[Any]) -> list[list[Any]]:
+        """The committables cut into the groups that tasks commit, each as one."""
+
+    @abstractmethod
+    def commit_group(self, group: list[Any]) -> None:
+        """In a task: commit one group; doing it again changes nothing."""
+
+    def commit(self, committable: Any) -> None:
+        self.commit_group([committable])

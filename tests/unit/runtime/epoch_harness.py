@@ -274,6 +274,7 @@ class Cluster:
             work_url=self.work.url,
             state_url=self.files.url,
             staging_url=self.work.child("staging").url,
+            sink_files_url=self.work.child("sink-files").url,
             keyed_state=self.settings(host),
             batch_bounds=self.batch_bounds,
             state_digests=False,

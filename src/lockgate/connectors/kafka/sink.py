@@ -5,7 +5,10 @@ writer (``writer.py``) produces from the subtask hosts.
 - ``AT_LEAST_ONCE``: at the end of every epoch the writer waits until the brokers have
   acknowledged every record of it; an epoch whose records are not all acknowledged fails
   and runs again, so a failure may repeat records, never lose them.
-- ``EXACTLY_ONCE`` (Kafka transactions that commit with the checkpoint) is not there yet.
+- ``EXACTLY_ONCE``: the writer stages each epoch's records in a file, and once the
+  checkpoint that covers it completes they are produced in one Kafka transaction per
+  subtask, which also records the epoch as the offset of a marker consumer group: a commit
+  redone after a failure sees it and produces nothing twice (``committer.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from lockgate.connectors.kafka.client import CHECK_TIMEOUT_S, confluent_kafka, e
 
 NONE = "NONE"
 AT_LEAST_ONCE = "AT_LEAST_ONCE"
+EXACTLY_ONCE = "EXACTLY_ONCE"
 
 # Properties the sink sets itself, refused when given: they would not take effect
 OWN_PRODUCER_PROPERTIES = {
@@ -46,9 +50,10 @@ class KafkaSinkError(RuntimeError):
 @dataclass(frozen=True)
 class ProducerSettings:
     bootstrap_servers: str
-    guarantee: str  # NONE or AT_LEAST_ONCE
+    guarantee: str  # NONE, AT_LEAST_ONCE or EXACTLY_ONCE
     serializer: Any  # a KafkaRecordSerializationSchema: element -> (topic, key, value)
     properties: dict[str, str] = field(default_factory=dict)  # the client's, as given
+    transactional_id_prefix: str | None = None  # EXACTLY_ONCE's transactions
 
     def config(self, client_id: str) -> dict[str, Any]:
         # Kafka's Java producer's defaults (librdkafka's differ): records of one key go to
@@ -65,6 +70,12 @@ class ProducerSettings:
             "bootstrap.servers": self.bootstrap_servers,
         }
 
+    def transactional_config(self, transactional_id: str) -> dict[str, Any]:
+        return {
+            **self.config(f"lockgate-commit-{transactional_id}"),
+            "transactional.id": transactional_id,
+        }
+
     def describe(self) -> str:
         return f"KafkaSink to {self.bootstrap_servers}"
 
@@ -73,6 +84,8 @@ class ProducerSettings:
         a fixed topic exists."""
         kafka = confluent_kafka()
         try:
+            if self.transactional_id_prefix is not None:  # properties transactions refuse
+                kafka.Producer(self.transactional_config(f"{self.transactional_id_prefix}-0"))
             producer = kafka.Producer(self.config("lockgate-check"))
         except kafka.KafkaException as exc:
             raise KafkaSinkError(f"{self.describe()}: {error_text(exc)}") from None

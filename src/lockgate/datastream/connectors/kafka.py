@@ -1,9 +1,9 @@
 """The Kafka connector at PyFlink's path (``pyflink.datastream.connectors.kafka``).
 
 ``KafkaSource`` reads topic partitions as splits whose offsets live in lockgate's
-checkpoints, and ``KafkaSink`` produces with delivery guarantee NONE or AT_LEAST_ONCE
-(``lockgate.connectors.kafka``), on confluent-kafka (``pip install 'lockgate[kafka]'``).
-EXACTLY_ONCE is not there yet.
+checkpoints, and ``KafkaSink`` produces with delivery guarantee NONE, AT_LEAST_ONCE or
+EXACTLY_ONCE (``lockgate.connectors.kafka``), on confluent-kafka
+(``pip install 'lockgate[kafka]'``).
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from enum import Enum
 from typing import Any
 
 from lockgate.common.serialization import DeserializationSchema, SerializationSchema
-from lockgate.common.unsupported import not_supported, unsupported
+from lockgate.common.unsupported import unsupported
 from lockgate.connectors.kafka.client import OWN_CONSUMER_PROPERTIES, ConsumerSettings
+from lockgate.connectors.kafka.committer import KafkaCommitter
 from lockgate.connectors.kafka.enumerator import KafkaSourceSettings, Subscription
+from lockgate.connectors.kafka.exactly_once_writer import kafka_exactly_once_writer
 from lockgate.connectors.kafka.offsets import OffsetKind, OffsetsSpec, ResetStrategy
 from lockgate.connectors.kafka.sink import (
     AT_LEAST_ONCE,
+    EXACTLY_ONCE,
     NONE,
     OWN_PRODUCER_PROPERTIES,
     ProducerSettings,
@@ -383,8 +386,10 @@ def _schema(schema: Any, what: str) -> SerializationSchema:
 class KafkaSink:
     """Writes a stream to Kafka; build one with ``KafkaSink.builder()``.
 
-    Delivery NONE (the default, as in Flink) or AT_LEAST_ONCE: at the end of every epoch the
-    brokers have acknowledged all of its records. EXACTLY_ONCE is not there yet."""
+    Delivery NONE (the default, as in Flink); AT_LEAST_ONCE: at the end of every epoch the
+    brokers have acknowledged all of its records; EXACTLY_ONCE: records are produced in
+    Kafka transactions when the checkpoint that covers them completes (it needs
+    checkpointing in EXACTLY_ONCE mode and ``set_transactional_id_prefix``)."""
 
     name = "Kafka Sink"
 
@@ -396,10 +401,17 @@ class KafkaSink:
         return KafkaSinkBuilder()
 
     def operator_spec(self) -> OperatorSpec:
+        settings = self._settings
+        if settings.guarantee != EXACTLY_ONCE:
+            return OperatorSpec(
+                OperatorKind.FACTORY, kafka_sink_writer(settings), validator=settings.validate
+            )
         return OperatorSpec(
             OperatorKind.FACTORY,
-            kafka_sink_writer(self._settings),
-            validator=self._settings.validate,
+            kafka_exactly_once_writer(settings),
+            validator=settings.validate,
+            committer=KafkaCommitter(settings),
+            exactly_once=True,
         )
 
     def get_transformer(self) -> None:
@@ -422,17 +434,13 @@ class KafkaSinkBuilder:
     def set_delivery_guarantee(self, delivery_guarantee: DeliveryGuarantee) -> KafkaSinkBuilder:
         if not isinstance(delivery_guarantee, DeliveryGuarantee):
             raise TypeError(f"expected a DeliveryGuarantee, not {delivery_guarantee!r}")
-        if delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE:
-            not_supported(
-                "KafkaSink with DeliveryGuarantee.EXACTLY_ONCE",
-                "DeliveryGuarantee.AT_LEAST_ONCE, or FileSink for exactly-once output",
-            )
         self._guarantee = delivery_guarantee
         return self
 
     def set_transactional_id_prefix(self, transactional_id_prefix: str) -> KafkaSinkBuilder:
-        """The prefix of the sink's transactions' ids (used by EXACTLY_ONCE, which is not
-        there yet: with another guarantee it has no effect, as in Flink)."""
+        """The prefix of the sink's transactional ids, ``<prefix>-<subtask>`` (EXACTLY_ONCE
+        needs one, unique to the job among those writing to the brokers; with another
+        guarantee it has no effect, as in Flink)."""
         self._prefix = transactional_id_prefix
         return self
 
@@ -464,10 +472,22 @@ class KafkaSinkBuilder:
             raise ValueError("KafkaSink needs set_bootstrap_servers")
         if self._serializer is None:
             raise ValueError("KafkaSink needs set_record_serializer")
-        guarantee = AT_LEAST_ONCE if self._guarantee is DeliveryGuarantee.AT_LEAST_ONCE else NONE
+        guarantee = {
+            DeliveryGuarantee.AT_LEAST_ONCE: AT_LEAST_ONCE,
+            DeliveryGuarantee.EXACTLY_ONCE: EXACTLY_ONCE,
+        }.get(self._guarantee, NONE)
+        if guarantee == EXACTLY_ONCE and not self._prefix:
+            raise ValueError(
+                "KafkaSink with DeliveryGuarantee.EXACTLY_ONCE needs set_transactional_id_prefix "
+                "(unique to the job, as in Flink: its transactional ids are <prefix>-<subtask>)"
+            )
         return KafkaSink(
             ProducerSettings(
-                self._bootstrap_servers, guarantee, self._serializer, dict(self._properties)
+                self._bootstrap_servers,
+                guarantee,
+                self._serializer,
+                dict(self._properties),
+                self._prefix if guarantee == EXACTLY_ONCE else None,
             )
         )
 

@@ -10,17 +10,25 @@ go out, sinks commit the checkpoint's committables, and sources hear of it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from lockgate.checkpoint.coordinator import CompletedCheckpoint
+from lockgate.core.two_phase_commit import Committer, TaskCommitter
 from lockgate.runtime.errors import InjectedStorageFailure, JobExecutionError
 from lockgate.runtime.jobmaster.job_context import JobContext
 
 log = logging.getLogger("lockgate")
 
 
+#: runs a task committer's groups of committables in Spark tasks, one task per group
+TaskCommits = Callable[[TaskCommitter, list[list[Any]]], None]
+
+
 class CheckpointFinalizer:
-    def __init__(self, ctx: JobContext):
+    def __init__(self, ctx: JobContext, commit_in_tasks: TaskCommits):
         self.ctx = ctx
+        self.commit_in_tasks = commit_in_tasks
         self.written_since_checkpoint = 0  # state bytes, for the checkpoint's statistics
 
     def epoch_wrote(self, state_bytes: int) -> None:
@@ -75,13 +83,34 @@ class CheckpointFinalizer:
     def commit(self, checkpoint: CompletedCheckpoint, again: bool = False) -> None:
         """Commit every sink's committables of ``checkpoint``. Committers are idempotent: a
         restore commits its checkpoint ``again``, whatever the failure left half done (the
-        ``mid-commit`` injection belongs to the first commit, not to that one)."""
-        for number, (committer, committable) in enumerate(
-            self.ctx.state.committables(checkpoint.metadata)
-        ):
-            if number == 1 and not again:
-                self.ctx.injector.strike("mid-commit", checkpoint.id)
-            committer.commit(committable)
+        ``mid-commit`` injection belongs to the first commit, not to that one, and strikes
+        after its first commit). A task committer's committables are committed in Spark
+        tasks, a job per committer, in groups of one task each."""
+        units: list[tuple[Committer, list[Any]]] = []  # a committable, or a task's group
+        for_tasks: dict[int, tuple[TaskCommitter, list[Any]]] = {}
+        for committer, committable in self.ctx.state.committables(checkpoint.metadata):
+            if isinstance(committer, TaskCommitter):
+                for_tasks.setdefault(id(committer), (committer, []))[1].append(committable)
+            else:
+                units.append((committer, [committable]))
+        for committer, committables in for_tasks.values():
+            units.extend((committer, group) for group in committer.groups(committables))
+        injector = self.ctx.injector
+        if not again and len(units) > 1 and injector.planned("mid-commit", checkpoint.id):
+            self._commit(units[:1])
+            injector.strike("mid-commit", checkpoint.id)
+            units = units[1:]
+        self._commit(units)
+
+    def _commit(self, units: list[tuple[Committer, list[Any]]]) -> None:
+        in_tasks: dict[int, tuple[TaskCommitter, list[list[Any]]]] = {}
+        for committer, group in units:
+            if isinstance(committer, TaskCommitter):
+                in_tasks.setdefault(id(committer), (committer, []))[1].append(group)
+            else:
+                committer.commit(group[0])
+        for committer, groups in in_tasks.values():
+            self.commit_in_tasks(committer, groups)
 
     def _before_metadata_write(self, checkpoint_id: int) -> None:
         self.ctx.injector.strike("metadata-write", checkpoint_id, InjectedStorageFailure)

@@ -24,11 +24,13 @@ from pyspark.errors import PySparkException
 from pyspark.rdd import RDD
 
 from lockgate.core.source import SplitEnumerator
+from lockgate.core.two_phase_commit import CommitFailedError, TaskCommitter
 from lockgate.graph.job_graph import JobGraph, JobVertex
 from lockgate.runtime.jobmaster.epoch_plan import EpochPlan
 from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.jobmaster.run_keys import RunKeys
+from lockgate.runtime.jobmaster.spark_errors import failure_text
 from lockgate.runtime.messages.spark_items import (
     PLACEMENT,
     AttemptReport,
@@ -278,6 +280,18 @@ class EpochJob:
 
         collecting = self.collector.submit(collect)
         return RunningEpoch(sc, group, description, collecting, timeout_s, persisted)
+
+    def commit_in_tasks(self, committer: TaskCommitter, groups: list[list[Any]]) -> None:
+        """Commit a task committer's groups of committables, one Spark task each, wherever
+        Spark places them; a commit that fails fails the job over, and the restore commits
+        again."""
+        if not groups:
+            return
+        self.sc.setJobGroup(f"lockgate-commit-{uuid.uuid4().hex}", "lockgate commit")
+        try:
+            self.sc.parallelize(groups, len(groups)).foreach(committer.commit_group)
+        except SPARK_JOB_FAILURES as exc:
+            raise CommitFailedError(failure_text(exc, "a commit")) from exc
 
     def release(self, run: str) -> None:
         """End ``run`` on every executor: its subtask hosts close their subtasks (user

@@ -196,6 +196,7 @@ class EpochPlanner:
                     work_url=self.ctx.work.url,
                     state_url=self.ctx.state_files.url,
                     staging_url=self.ctx.staged.storage.url,
+                    sink_files_url=self.ctx.sink_files.url,
                     keyed_state=self.ctx.settings.keyed_state,
                     batch_bounds=self.ctx.settings.batch_bounds,
                     state_digests=self.ctx.settings.signing_key is not None,

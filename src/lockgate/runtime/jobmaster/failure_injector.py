@@ -28,6 +28,10 @@ class FailureInjector:
         self._planned.discard((point, number))
         return True
 
+    def planned(self, point: str, number: int) -> bool:
+        """Whether a failure or a kill is planned at ``point`` for ``number`` (not using it)."""
+        return (point, number) in self._planned or (point, number) in self._kills
+
     def strike(self, point: str, number: int, failure: type[Exception] = InjectedFailure) -> None:
         """Raise ``failure`` if one is planned here on the driver (or die, if planned)."""
         if (point, number) in self._kills:

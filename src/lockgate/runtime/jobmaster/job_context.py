@@ -36,6 +36,7 @@ class JobContext:
     state_files: Storage  # where subtasks write their state files (shared/ with a job root)
     shared_state: SharedStateRegistry  # who still needs each state file
     staged: StagedFilesRegistry  # files sinks staged outside the job, by attempt
+    sink_files: Storage  # where sinks stage what their commits publish (Kafka's records)
     results: CollectedResults  # records of collect sinks on their way to the user
     injector: FailureInjector  # failures tests inject at named points
     summary: JobSummary  # statistics per epoch and checkpoint, restarts
@@ -66,6 +67,7 @@ class JobContext:
             state_files=state_files,
             shared_state=SharedStateRegistry(state_files),
             staged=StagedFilesRegistry((job_root or work).child("staging"), job_committers(job)),
+            sink_files=(job_root or work).child("sink-files"),
             results=CollectedResults(),
             injector=FailureInjector(settings.injections, settings.kills),
             summary=JobSummary(

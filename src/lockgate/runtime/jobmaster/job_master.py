@@ -87,7 +87,7 @@ class JobMaster:
         )
         self._ahead: RunAhead | None = None  # the next epoch's sources, started early
         self.planner = EpochPlanner(ctx)
-        self.finalizer = CheckpointFinalizer(ctx)
+        self.finalizer = CheckpointFinalizer(ctx, self.spark_job.commit_in_tasks)
         self.acceptance = EpochAcceptance(ctx, self.placement, self.epoch_cap, self.finalizer)
         self.failover = Failover(ctx, self.finalizer, self.spark_job.release)
 

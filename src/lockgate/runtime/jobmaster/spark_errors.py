@@ -10,24 +10,24 @@ from lockgate.runtime.errors import JobExecutionError
 # message names what failed and where, and is shown whole
 _LOCKGATE_ERROR = re.compile(
     r"lockgate\.[\w.]+\.(?:UserFunctionError|InjectedFailure|SourceError|SnapshotFormatError|"
-    r"JobGraphVersionError): ([^\n]+)"
+    r"JobGraphVersionError|KafkaSinkError|CommitFailedError): ([^\n]+)"
 )
 
 
 def job_failure(exc: BaseException, epoch: int) -> JobExecutionError:
+    return JobExecutionError(failure_text(exc, f"epoch {epoch}"))
+
+
+def failure_text(exc: BaseException, what: str) -> str:
+    """What made a Spark job (``what``: an epoch, a commit) fail: a lockgate error's own
+    message, or the last Python error its trace names."""
     text = str(exc)
     match = _LOCKGATE_ERROR.search(text)
     if match:
-        message = match.group(1).strip()
-    else:
-        lines = [line for line in text.splitlines() if line.strip()]
-        python_error = next(
-            (
-                line
-                for line in reversed(lines)
-                if re.match(r"^\w+(\.\w+)*(Error|Exception): ", line)
-            ),
-            lines[-1] if lines else type(exc).__name__,
-        )
-        message = f"epoch {epoch} failed in Spark: {python_error.strip()}"
-    return JobExecutionError(message)
+        return match.group(1).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    python_error = next(
+        (line for line in reversed(lines) if re.match(r"^\w+(\.\w+)*(Error|Exception): ", line)),
+        lines[-1] if lines else type(exc).__name__,
+    )
+    return f"{what} failed in Spark: {python_error.strip()}"

@@ -19,7 +19,7 @@ from lockgate.state.operator_state_handle import OperatorStatePart
 
 DESCRIPTOR_FORMAT = "lockgate-task-deployment"
 RESTORE_FORMAT = "lockgate-subtask-restore"
-DESCRIPTOR_VERSION = 6
+DESCRIPTOR_VERSION = 7
 RESTORE_VERSION = 3
 
 
@@ -59,6 +59,7 @@ class TaskDeploymentDescriptor(Record, format=DESCRIPTOR_FORMAT, version=DESCRIP
     work_url: str  # acknowledgements go here
     state_url: str  # keyed-state files go here
     staging_url: str  # staging records (files created outside the job's directories)
+    sink_files_url: str  # where sinks stage what their commits publish (Kafka's records)
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds  # of the shuffle batches the subtask's channel writers send
     state_digests: bool  # state handles carry digests: the job signs its checkpoints

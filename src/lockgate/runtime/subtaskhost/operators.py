@@ -64,6 +64,8 @@ class OperatorContext:
     attempt: str = ""
     #: records files the attempt creates outside the job's directories (see staged_files)
     staging: StagingLog | None = None
+    #: the URL of the directory where sinks stage what their commits publish
+    sink_files: str = ""
     #: what the operator state of its function restores from
     managed_parts: list[OperatorStatePart] | None = None
     #: the epoch the subtask's state is of (None: the start of the job)

@@ -366,9 +366,11 @@ class Subtask:
         checkpoint: bool,
         attempt: str,
         staging: StagingLog,
+        sink_files: str,
     ) -> None:
         self.epoch = epoch
         for ctx in self.contexts:
+            ctx.sink_files = sink_files
             ctx.epoch = epoch
             ctx.commit_on_checkpoint = commit_on_checkpoint
             ctx.checkpoint = checkpoint

@@ -103,7 +103,12 @@ class SubtaskHost:
             Storage(task.staging_url), task.epoch, task.vertex, start.index, start.attempt
         )
         subtask.begin_epoch(
-            task.epoch, task.commit_on_checkpoint, task.checkpoint, start.attempt, staging
+            task.epoch,
+            task.commit_on_checkpoint,
+            task.checkpoint,
+            start.attempt,
+            staging,
+            task.sink_files_url,
         )
         subtask.outbox.clear()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from lockgate.common.serialization import SimpleStringSchema
-from lockgate.common.unsupported import NotSupportedYetError
 from lockgate.datastream.connectors import DeliveryGuarantee
 from lockgate.datastream.connectors.kafka import (
     KafkaRecordSerializationSchema,
@@ -49,8 +48,13 @@ def test_the_builders_refuse_what_would_not_take_effect():
         KafkaRecordSerializationSchema.builder().set_topic_selector("out")
     with pytest.raises(ValueError, match=r"sets 'transactional.id' itself"):
         KafkaSink.builder().set_property("transactional.id", "x")
-    with pytest.raises(NotSupportedYetError, match=r"EXACTLY_ONCE is not supported yet"):
-        KafkaSink.builder().set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+    with pytest.raises(ValueError, match=r"EXACTLY_ONCE needs set_transactional_id_prefix"):
+        KafkaSink.builder().set_bootstrap_servers("127.0.0.1:9092").set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic("out")
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        ).set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE).build()
     with pytest.raises(ValueError, match=r"needs set_record_serializer"):
         KafkaSink.builder().set_bootstrap_servers("127.0.0.1:9092").build()
 

@@ -59,6 +59,12 @@ def watching_job(directory: Path) -> Any:
     return build_job_graph(env._transformations, 1, 128)
 
 
+def commit_in_process(committer: Any, groups: list[list[Any]]) -> None:
+    """What the job master's Spark tasks do with a task committer's groups, in this process."""
+    for group in groups:
+        committer.commit_group(group)
+
+
 @dataclass
 class Checkpointing:
     """The driver's checkpoint parts for a small collection job, under ``tmp_path``/chk."""
@@ -79,4 +85,4 @@ class Checkpointing:
         settings = replace(resolve(tmp_path, **config), injections=frozenset(injections))
         ctx = JobContext.create(job or collection_job([1, 2, 3]), settings)
         assert ctx.job_root is not None
-        return Checkpointing(ctx, ctx.job_root, CheckpointFinalizer(ctx))
+        return Checkpointing(ctx, ctx.job_root, CheckpointFinalizer(ctx, commit_in_process))

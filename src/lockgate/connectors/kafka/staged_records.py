@@ -1,0 +1,67 @@
+"""What the exactly-once Kafka sink stages: one file of records per subtask and epoch, and
+its committable.
+
+A writer cannot leave a Kafka transaction open for a later process to commit (Python's
+clients cannot resume another producer's transaction), so it stages the epoch's encoded
+records in a file under the job's storage (Arrow IPC: topic, key, value) and the commit
+produces them in one transaction. The file is named in the attempt's staging record before
+it exists, and deleted once its records are committed, or aborted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from fsspec.core import url_to_fs
+
+from lockgate.common.records import Record, RecordFormatError
+from lockgate.connectors.kafka.sink import KafkaSinkError
+
+_SCHEMA = pa.schema([("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary())])
+#: the directory of a sink's staged files under the job's sink-files directory
+DIRECTORY = "kafka"
+SUFFIX = ".records"
+
+
+@dataclass(frozen=True)
+class KafkaCommittable(Record):
+    """The records one subtask staged in ``epoch``, to be produced in the transactions of
+    ``transactional_id``; the commit that produces them records ``epoch`` as the offset of
+    ``marker_group`` in the same transaction, so a commit done before is never redone."""
+
+    epoch: int
+    file: str  # URL
+    records: int
+    transactional_id: str
+    marker_group: str
+
+    @classmethod
+    def read(cls, raw: Any) -> KafkaCommittable:
+        try:
+            return cls.from_json(raw, f"{raw!r:.120}")
+        except RecordFormatError as exc:
+            raise KafkaSinkError(f"not a KafkaSink committable: {exc}") from None
+
+
+def write_records(url: str, topics: list[str], keys: list[Any], values: list[Any]) -> None:
+    fs, path = url_to_fs(url)
+    fs.makedirs(fs._parent(path), exist_ok=True)
+    table = pa.table([topics, keys, values], schema=_SCHEMA)
+    with fs.open(path, "wb") as out, pa.ipc.new_file(out, _SCHEMA) as writer:
+        writer.write_table(table)
+
+
+def read_records(url: str) -> pa.Table:
+    fs, path = url_to_fs(url)
+    try:
+        with fs.open(path, "rb") as source:
+            table = pa.ipc.open_file(source).read_all()
+    except FileNotFoundError:  # the caller knows whether that is a loss
+        raise
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise KafkaSinkError(f"staged Kafka records {url} cannot be read: {exc}") from None
+    if not table.schema.equals(_SCHEMA):
+        raise KafkaSinkError(f"staged Kafka records {url} are not the sink's: {table.schema}")
+    return table

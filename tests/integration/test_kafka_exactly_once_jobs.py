@@ -1,0 +1,164 @@
+"""KafkaSink with EXACTLY_ONCE in jobs on Spark, against a real broker (``kafka_broker``):
+the exactly-once count job reads from Kafka and writes its lines to Kafka; failures strike in
+a user function, after a snapshot, between a checkpoint's completion and its commit and in
+the middle of its commits, and the driver is SIGKILLed between a checkpoint's completion and
+its commit; a read_committed consumer reads every line exactly once, and nothing of an
+uncommitted checkpoint before its commit."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import driver_kill_job
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from driver_process import completed_checkpoints, kill_group, log_tail, start_driver
+from exactly_once_job import (
+    KEYS,
+    CountPerKey,
+    Trap,
+    assert_same_lines,
+    checkpointed_env,
+    record_in_epoch,
+    records,
+    reference,
+)
+from lockgate_it_support import BACKENDS
+
+from lockgate.common import RestartStrategies, WatermarkStrategy
+from lockgate.common.config_options import ConfigurationError
+from lockgate.common.serialization import SimpleStringSchema
+from lockgate.datastream.connectors import DeliveryGuarantee
+from lockgate.datastream.connectors.kafka import (
+    KafkaOffsetsInitializer,
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+    KafkaSource,
+)
+
+SPLITS = 2
+KILL_SCRIPT = Path(__file__).with_name("kafka_kill_job.py")
+
+
+def read_committed(broker, topic: str, partitions: int) -> Counter:
+    """Every committed record of ``topic``, read as a read_committed consumer would."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "check",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    found: Counter = Counter()
+    ended: set[int] = set()
+    while len(ended) < partitions:
+        message = consumer.poll(10)
+        assert message is not None, f"{topic}: no end of partition after {len(found)} records"
+        if message.error():
+            ended.add(message.partition())
+            continue
+        found[message.value().decode()] += 1
+    consumer.close()
+    return found
+
+
+def exactly_once_sink(broker, topic: str, prefix: str) -> KafkaSink:
+    return (
+        KafkaSink.builder()
+        .set_bootstrap_servers(broker.bootstrap_servers)
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(prefix)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(topic)
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        )
+        .build()
+    )
+
+
+@BACKENDS
+def test_failures_at_every_step_leave_each_record_exactly_once(make_env, tmp_path, kafka_broker):
+    source_topic = kafka_broker.create_topic(SPLITS)
+    kafka_broker.produce(source_topic, [(s, f"{s},{i}".encode()) for s, i in records(SPLITS)])
+    out = kafka_broker.create_topic(2)
+    inject = "after-snapshot-before-ack@2,after-metadata-before-commit@3,mid-commit@4"
+    env = checkpointed_env(
+        make_env,
+        tmp_path / "checkpoints",
+        SPLITS,
+        settings={"lockgate.testing.inject-failure": inject},
+        restart=RestartStrategies.fixed_delay_restart(6, 10),
+    )
+    trap = Trap(record_in_epoch(5, split=1), tmp_path / "markers", times=2)
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_topics(source_topic)
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "in")
+        .map(lambda line: tuple(int(x) for x in line.split(",")))
+        .key_by(lambda r: (r[0], r[1] % KEYS))
+        .process(CountPerKey(trap))
+        .uid("count")
+        .sink_to(exactly_once_sink(kafka_broker, out, f"eo-{out}"))
+        .uid("kafka-sink")
+    )
+    result = env.execute("kafka exactly once")
+    assert trap.fired() == 2 and result.restarts >= 3, result.restarts
+    assert_same_lines(read_committed(kafka_broker, out, 2), reference(SPLITS))
+    staged = list((tmp_path / "checkpoints").rglob("*.records"))
+    assert not staged, f"staged records left behind: {staged[:3]}"
+
+
+def test_killed_driver_resumes_with_each_record_exactly_once(tmp_path, kafka_broker):
+    """The driver dies once checkpoint 3 is complete, before its records are produced: a
+    read_committed consumer sees none of them; the resumed job, restoring checkpoint 3,
+    commits them, and every line is then there once."""
+    out = kafka_broker.create_topic(2)
+    checkpoints = tmp_path / "checkpoints"
+    prefix = f"kill-{out}"
+
+    def args(kill: str, *recovery: Path) -> list[str]:
+        return [kafka_broker.bootstrap_servers, out, prefix, str(checkpoints),
+                str(tmp_path / "work"), str(SPLITS), kill, *map(str, recovery)]  # fmt: skip
+
+    first, first_log = start_driver(
+        tmp_path, "first", KILL_SCRIPT, args("after-metadata-before-commit@3")
+    )
+    try:
+        assert first.wait(timeout=120) == -9, log_tail(tmp_path, "first")
+    finally:
+        kill_group(first)
+        first_log.close()
+    [job_dir] = [p for p in checkpoints.iterdir() if p.is_dir()]
+    latest = completed_checkpoints(job_dir)[-1]
+    assert latest.name == "chk-3"
+    before = read_committed(kafka_broker, out, 2)
+    expected = driver_kill_job.reference(SPLITS)
+    assert 0 < sum(before.values()) < sum(expected.values()) and not before - expected
+    assert list(job_dir.rglob("*.records")), "checkpoint 3's records were not staged"
+
+    second, second_log = start_driver(tmp_path, "second", KILL_SCRIPT, args("", latest))
+    try:
+        assert second.wait(timeout=180) == 0, log_tail(tmp_path, "second")
+    finally:
+        kill_group(second)
+        second_log.close()
+    assert_same_lines(read_committed(kafka_broker, out, 2), expected)
+
+
+def test_exactly_once_without_exactly_once_checkpoints_fails_before_the_job(make_env, kafka_broker):
+    out = kafka_broker.create_topic(1)
+    env = make_env(SPLITS)
+    env.from_collection(["a"]).sink_to(exactly_once_sink(kafka_broker, out, "x")).uid("out")
+    with pytest.raises(ConfigurationError, match=r"uid 'out'.*enable_checkpointing"):
+        env.execute("no checkpoints")
