@@ -20,6 +20,7 @@ from lockgate.common.type_conversion import declared_type
 from lockgate.common.unsupported import not_supported
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.connectors.collection import CollectionSource
+from lockgate.connectors.socket import SocketTextSource
 from lockgate.core.source import Source
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from lockgate.datastream.data_stream import (
@@ -269,6 +270,17 @@ class StreamExecutionEnvironment:
         with ``type_info``, each element is converted to it as PyFlink does (tuples become
         ``Row`` for ``Types.ROW_NAMED``, ...)."""
         return self._source(CollectionSource(collection), "Collection Source", type_info)
+
+    def socket_text_stream(
+        self, hostname: str, port: int, delimiter: str = "\n", max_retry: int = 0
+    ) -> DataStream:
+        """The lines a TCP server at ``hostname:port`` sends, cut at ``delimiter``, read by
+        one subtask (Flink's ``socketTextStream``). At most once: a socket cannot be read
+        again, so a failover loses what was in flight. When the server closes the
+        connection, the source connects again up to ``max_retry`` times (-1: for ever),
+        then the stream ends."""
+        source = SocketTextSource(hostname, port, delimiter, max_retry)
+        return self._source(source, "Socket Stream", None)
 
     def from_source(
         self, source: Source, watermark_strategy: Any, source_name: str, type_info: Any = None
