@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import uuid
 from collections import Counter
@@ -324,3 +325,23 @@ def lines_of_epochs(splits: int, first: int, last: int) -> Counter:
         for line in reference(splits)
         if (first - 1) * MAX_RECORDS <= int(line.split(",")[1]) < last * MAX_RECORDS
     )
+
+
+def on_checkpoint(checkpoints: Path, number: int, action) -> threading.Thread:
+    """Run ``action`` on a thread once checkpoint ``number`` (or a later one) of the job
+    checkpointing under ``checkpoints`` is complete; its ``done`` event says it ran."""
+
+    def wait_then_act() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = checkpoints.glob("*/chk-*/_metadata")
+            if any(int(p.parent.name[4:]) >= number for p in found):
+                action()
+                thread.done.set()  # type: ignore[attr-defined]
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=wait_then_act, daemon=True)
+    thread.done = threading.Event()  # type: ignore[attr-defined]
+    thread.start()
+    return thread

@@ -7,7 +7,8 @@ finds the transaction of its subtask gone. No prepared transaction is left behin
 
 from __future__ import annotations
 
-import threading
+import os
+import signal
 import time
 import uuid
 from collections import Counter
@@ -23,11 +24,13 @@ from exactly_once_job import (
     Trap,
     assert_same_lines,
     checkpointed_env,
+    on_checkpoint,
     record_in_epoch,
     records,
     reference,
 )
 from lockgate_it_support import BACKENDS, FULL
+from process_tree import subtask_hosts
 
 from lockgate.common import RestartStrategies, Row
 from lockgate.common.config_options import ConfigurationError
@@ -207,28 +210,56 @@ def test_database_crash_and_restart_mid_run_leaves_each_row_exactly_once(
         .add_sink(exactly_once_sink(server, table))
         .uid("jdbc")
     )
-    crashed = threading.Event()
     restarted: list[float] = []
 
     def crash_and_restart() -> None:
-        deadline = time.monotonic() + 120
-        while not any(int(p.parent.name[4:]) >= 2 for p in checkpoints.glob("*/chk-*/_metadata")):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.02)
         server.stop("immediate")
-        crashed.set()
         time.sleep(1)
         server.start()
         restarted.append(time.monotonic())
 
-    crasher = threading.Thread(target=crash_and_restart, daemon=True)
-    crasher.start()
+    crasher = on_checkpoint(checkpoints, 2, crash_and_restart)
     env.execute("jdbc exactly once, database crash")
     ended = time.monotonic()
     crasher.join(timeout=60)
-    assert crashed.is_set() and restarted[0] < ended, "the database was not down mid-run"
+    assert crasher.done.is_set() and restarted[0] < ended, "the database was not down mid-run"
     # Whether the job failed over (result.restarts) depends on what the crash interrupted:
     # a batch retried on a new connection, a commit tried again, or a transaction lost
     assert_same_lines(table_lines(server, table), driver_kill_job.reference(SPLITS))
     assert prepared_transactions(server) == []
+
+
+def test_subtask_hosts_killed_mid_run_leave_each_row_exactly_once(
+    make_env, tmp_path, postgres_server
+):
+    """The executor's subtask hosts (where the sink's connections and open transactions
+    live) are SIGKILLed mid-run, with checkpoints several epochs apart."""
+    server = postgres_server
+    table = new_table(server)
+    checkpoints = tmp_path / "checkpoints"
+    env = checkpointed_env(
+        make_env, checkpoints, SPLITS, interval_ms=2000,
+        restart=RestartStrategies.fixed_delay_restart(10, 100),
+    )  # fmt: skip
+    (
+        driver_kill_job.counted_lines(env, SPLITS)
+        .map(lambda line: Row(*(int(x) for x in line.split(","))))
+        .add_sink(exactly_once_sink(server, table))
+        .uid("jdbc")
+    )
+    killed: list[int] = []
+    killer = on_checkpoint(
+        checkpoints, 2, lambda: killed.extend(kill(pid) for pid in subtask_hosts())
+    )
+    env.execute("jdbc exactly once, hosts killed")
+    killer.join(timeout=60)
+    assert killer.done.is_set() and killed, "no subtask host was killed"
+    # Spark retries a task whose host died; a transaction lost with its host fails the job
+    # over (result.restarts), which depends on where the kill fell
+    assert_same_lines(table_lines(server, table), driver_kill_job.reference(SPLITS))
+    assert prepared_transactions(server) == []
+
+
+def kill(pid: int) -> int:
+    os.kill(pid, signal.SIGKILL)
+    return pid

@@ -7,6 +7,9 @@ uncommitted checkpoint before its commit."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -20,11 +23,13 @@ from exactly_once_job import (
     Trap,
     assert_same_lines,
     checkpointed_env,
+    on_checkpoint,
     record_in_epoch,
     records,
     reference,
 )
 from lockgate_it_support import BACKENDS
+from process_tree import subtask_hosts
 
 from lockgate.common import RestartStrategies, WatermarkStrategy
 from lockgate.common.config_options import ConfigurationError
@@ -162,3 +167,52 @@ def test_exactly_once_without_exactly_once_checkpoints_fails_before_the_job(make
     env.from_collection(["a"]).sink_to(exactly_once_sink(kafka_broker, out, "x")).uid("out")
     with pytest.raises(ConfigurationError, match=r"uid 'out'.*enable_checkpointing"):
         env.execute("no checkpoints")
+
+
+def test_two_sinks_with_one_transactional_id_prefix_fail_before_the_job(make_env, kafka_broker):
+    out = kafka_broker.create_topic(1)
+    env = make_env(SPLITS)
+    env.enable_checkpointing(1000)
+    lines = env.from_collection(["a"])
+    lines.sink_to(exactly_once_sink(kafka_broker, out, "shared")).uid("first")
+    lines.sink_to(exactly_once_sink(kafka_broker, out, "shared")).uid("second")
+    with pytest.raises(ConfigurationError, match=r"uid 'second'.*prefix 'shared'"):
+        env.execute("shared prefix")
+
+
+@pytest.mark.parametrize("failure", ["broker restart", "subtask hosts killed"])
+def test_a_broker_restart_or_killed_hosts_mid_run_leave_each_record_exactly_once(
+    make_env, tmp_path, kafka_broker, failure
+):
+    """The broker stops (SIGTERM) and comes back a second later, or the executor's subtask
+    hosts are SIGKILLed, once two checkpoints are complete; checkpoints are several epochs
+    apart."""
+    out = kafka_broker.create_topic(2)
+    checkpoints = tmp_path / "checkpoints"
+    env = checkpointed_env(
+        make_env, checkpoints, SPLITS, interval_ms=1500,
+        restart=RestartStrategies.fixed_delay_restart(20, 500),
+    )  # fmt: skip
+    driver_kill_job.counted_lines(env, SPLITS).sink_to(
+        exactly_once_sink(kafka_broker, out, f"restart-{out}")
+    ).uid("kafka")
+    done: list[float] = []
+
+    def restart_broker() -> None:
+        kafka_broker.stop()
+        time.sleep(1)
+        kafka_broker.start()
+        done.append(time.monotonic())
+
+    def kill_hosts() -> None:
+        for pid in subtask_hosts():
+            os.kill(pid, signal.SIGKILL)
+        done.append(time.monotonic())
+
+    action = restart_broker if failure == "broker restart" else kill_hosts
+    striker = on_checkpoint(checkpoints, 2, action)
+    env.execute(f"kafka exactly once, {failure}")
+    ended = time.monotonic()
+    striker.join(timeout=60)
+    assert striker.done.is_set() and done[0] < ended, f"no {failure} while the job ran"
+    assert_same_lines(read_committed(kafka_broker, out, 2), driver_kill_job.reference(SPLITS))

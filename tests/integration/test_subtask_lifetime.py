@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from lockgate_it_support import BACKENDS
+from process_tree import descends_from_us, processes
 
 from lockgate.common import RestartStrategies
 from lockgate.datastream import KeyedProcessFunction
@@ -135,30 +136,13 @@ DAEMON = python_daemon.__name__
 def spark_python_workers() -> list[int]:
     """The Python workers of this session's executor: the children of its Python daemon,
     which descends from this process (not another test process's)."""
-    commands = {}
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                commands[int(entry)] = cmdline.read().replace(b"\0", b" ").decode()
-            with open(f"/proc/{entry}/stat") as stat:
-                parents[int(entry)] = int(stat.read().split(") ", 1)[1].split()[1])
-        except OSError:
-            continue
-
-    def ours(pid: int) -> bool:
-        while pid > 1:
-            pid = parents.get(pid, 0)
-            if pid == os.getpid():
-                return True
-        return False
-
+    commands, parents = processes()
     daemons = {
         pid
         for pid, command in commands.items()
-        if DAEMON in command and DAEMON not in commands.get(parents[pid], "") and ours(pid)
+        if DAEMON in command
+        and DAEMON not in commands.get(parents[pid], "")
+        and descends_from_us(pid, parents)
     }
     return [pid for pid, parent in parents.items() if parent in daemons]
 

@@ -29,6 +29,9 @@ class Committer(ABC):
     #: what it stages holds locks in the system written to until it is committed (prepared
     #: transactions): no epoch may run past a failed checkpoint, whose output would block it
     locks_until_committed = False
+    #: what no other sink of the job may commit through (a Kafka transactional id prefix,
+    #: whose commits would take each other's for their own): None, nothing
+    exclusive: str | None = None
 
     @abstractmethod
     def commit(self, committable: Any) -> None:

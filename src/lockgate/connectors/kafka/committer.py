@@ -6,23 +6,23 @@ A commit of one group, in a task:
 1. ``init_transactions`` with the group's transactional id: Kafka aborts whatever an older
    producer of that id left open, and fences it (a zombie attempt of an earlier commit can
    no longer add to a transaction).
-2. Read the marker: the highest offset the marker consumer group committed, which is the
-   last epoch whose records a commit of this job produced (stable: the init waited for any
-   earlier transaction of the id to finish).
-3. If the staged epochs are newer: in one transaction, produce their records in epoch
-   order, commit the newest epoch as the marker group's offset
-   (``send_offsets_to_transaction``), and commit. The records and the marker become
-   visible together, or neither does.
+2. Read the marker: the highest offset the sink's marker consumer group committed in this
+   job (read stable: transactional offsets not yet applied are waited for).
+3. For each staged epoch the marker does not cover, in order: one transaction that
+   produces the epoch's records and commits the epoch's marker as the group's offset
+   (``send_offsets_to_transaction``); the records and the marker become visible together,
+   or neither does. A transaction per epoch keeps each within ``transaction.timeout.ms``.
 4. Delete the staged files (a commit redone later skips them by the marker).
 
 A restore commits its checkpoint again: epochs the marker covers are skipped, so a commit
-that died anywhere (before, during or after its transaction) is done exactly once.
+that died anywhere (before, during or after a transaction) is done exactly once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import posixpath
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -43,7 +43,12 @@ log = logging.getLogger("lockgate")
 
 class KafkaCommitter(TaskCommitter):
     def __init__(self, settings: ProducerSettings):
+        assert settings.transactional_id_prefix is not None
         self.settings = settings
+        self.exclusive = (
+            f"Kafka transactional id prefix {settings.transactional_id_prefix!r} on "
+            f"{settings.bootstrap_servers}"
+        )
 
     def groups(self, committables: list[Any]) -> list[list[Any]]:
         by_transaction: dict[str, list[Any]] = defaultdict(list)
@@ -52,74 +57,68 @@ class KafkaCommitter(TaskCommitter):
         return list(by_transaction.values())
 
     def commit_group(self, group: list[Any]) -> None:
-        staged = sorted((KafkaCommittable.read(raw) for raw in group), key=lambda c: c.epoch)
-        by_marker: dict[str, list[KafkaCommittable]] = defaultdict(list)
-        for committable in staged:
-            by_marker[committable.marker_group].append(committable)
+        staged = sorted((KafkaCommittable.read(raw) for raw in group), key=lambda c: c.marker)
         kafka = confluent_kafka()
         transaction = staged[0].transactional_id
+        producer = None
         try:
             producer = kafka.Producer(self.settings.transactional_config(transaction))
             producer.init_transactions(DEFAULT_TIMEOUT_S)
-            for marker, committables in by_marker.items():
-                self._commit(producer, transaction, marker, committables)
-        except kafka.KafkaException as exc:
+            done: dict[str, int] = {}
+            for committable in staged:
+                group_name = committable.marker_group
+                if group_name not in done:
+                    done[group_name] = self._marker(group_name)
+                if committable.marker > done[group_name]:
+                    self._commit(producer, committable, done[group_name])
+        except (kafka.KafkaException, TimeoutError) as exc:
+            if producer is not None:
+                with contextlib.suppress(kafka.KafkaException):
+                    producer.abort_transaction(1)  # read_committed readers wait on it
             raise CommitFailedError(
                 f"{self.settings.describe()}: the commit of transactional id {transaction!r} "
-                f"(epochs {staged[0].epoch} to {staged[-1].epoch}) failed: {error_text(exc)}"
+                f"(epochs {staged[0].epoch} to {staged[-1].epoch}) failed: "
+                f"{error_text(exc) if isinstance(exc, kafka.KafkaException) else exc}"
                 f"{_fenced_hint(exc)}"
             ) from exc
         for committable in staged:
             self._delete(committable.file)
 
-    def _commit(
-        self, producer: Any, transaction: str, marker: str, committables: list[KafkaCommittable]
-    ) -> None:
-        done = self._marker(marker)
-        todo = [c for c in committables if c.epoch > done]
-        if not todo:
-            return
+    def _commit(self, producer: Any, committable: KafkaCommittable, done: int) -> None:
+        """One epoch's records and its marker, in one transaction."""
+        try:
+            table = read_records(committable.file)
+        except FileNotFoundError:
+            # Only a commit deletes them; a marker that no longer says so expired
+            # (offsets.retention.minutes) since, with the group's other offsets
+            if done < 0:
+                log.warning(
+                    "%s: staged records %s are gone and marker group %s has no offset: "
+                    "taken as committed long ago",
+                    self.settings.describe(),
+                    committable.file,
+                    committable.marker_group,
+                )
+                return
+            raise KafkaSinkError(
+                f"{self.settings.describe()}: the staged records of epoch {committable.epoch} "
+                f"({committable.file}) are gone, but marker group {committable.marker_group} "
+                "does not mark them committed: they are lost"
+            ) from None
         kafka = confluent_kafka()
-        tables = []
-        for committable in todo:
-            try:
-                tables.append(read_records(committable.file))
-            except FileNotFoundError:
-                # Only a commit deletes them; a marker that no longer says so expired
-                # (offsets.retention.minutes) since, with the group's other offsets
-                if done < 0:
-                    log.warning(
-                        "%s: staged records %s are gone and marker group %s has no offset: "
-                        "taken as committed long ago",
-                        self.settings.describe(),
-                        committable.file,
-                        marker,
-                    )
-                    continue
-                raise KafkaSinkError(
-                    f"{self.settings.describe()}: the staged records of epoch "
-                    f"{committable.epoch} ({committable.file}) are gone, but marker group "
-                    f"{marker} says only epochs up to {done} were committed: they are lost"
-                ) from None
-        if not tables:
-            return
+        topics, keys, values = (table.column(i).to_pylist() for i in range(3))
         producer.begin_transaction()
-        topic = None
-        for table in tables:
-            topics, keys, values = (table.column(i).to_pylist() for i in range(3))
-            topic = topic or topics[0]
-            for record_topic, key, value in zip(topics, keys, values, strict=True):
-                while True:
-                    try:
-                        producer.produce(record_topic, value, key)
-                        break
-                    except BufferError:  # the producer's queue is full: let it send
-                        producer.poll(0.1)
-        group = kafka.Consumer({"bootstrap.servers": self.settings.bootstrap_servers,
-                                "group.id": marker})  # fmt: skip
+        for topic, key, value in zip(topics, keys, values, strict=True):
+            while True:
+                try:
+                    producer.produce(topic, value, key)
+                    break
+                except BufferError:  # the producer's queue is full: let it send
+                    producer.poll(0.1)
+        group = kafka.Consumer(self._client_config(committable.marker_group))
         try:
             producer.send_offsets_to_transaction(
-                [kafka.TopicPartition(topic, 0, todo[-1].epoch)],
+                [kafka.TopicPartition(topics[0], 0, committable.marker)],
                 group.consumer_group_metadata(),
                 DEFAULT_TIMEOUT_S,
             )
@@ -128,15 +127,27 @@ class KafkaCommitter(TaskCommitter):
         producer.commit_transaction(DEFAULT_TIMEOUT_S)
 
     def _marker(self, group: str) -> int:
-        """The last epoch a commit recorded in ``group`` (-1: none)."""
+        """The highest marker a commit recorded in ``group`` (-1: none)."""
         kafka = confluent_kafka()
         from confluent_kafka.admin import AdminClient  # confluent_kafka() checked it is there
 
-        admin = AdminClient({"bootstrap.servers": self.settings.bootstrap_servers})
+        admin = AdminClient(self._client_config(None))
         request = kafka.ConsumerGroupTopicPartitions(group)
-        [future] = admin.list_consumer_group_offsets([request]).values()
+        [future] = admin.list_consumer_group_offsets([request], require_stable=True).values()
         offsets = future.result(DEFAULT_TIMEOUT_S).topic_partitions or []
+        for partition in offsets:
+            if partition.error is not None:
+                raise kafka.KafkaException(partition.error)
         return max((tp.offset for tp in offsets if tp.offset >= 0), default=-1)
+
+    def _client_config(self, group: str | None) -> dict[str, Any]:
+        """The user's client properties (security, ...) for the marker's clients."""
+        config = {
+            key: value
+            for key, value in self.settings.config("lockgate-marker").items()
+            if key not in _PRODUCER_ONLY
+        }
+        return {**config, "group.id": group} if group is not None else config
 
     @staticmethod
     def _delete(url: str) -> None:
@@ -145,14 +156,10 @@ class KafkaCommitter(TaskCommitter):
             fs.rm(path)
 
     def may_stage(self, url: str) -> bool:
+        """A staged file of a Kafka sink: ``.../sink-files/kafka/<sink>/<subtask>/<attempt>``
+        with nothing that leads elsewhere (``..``)."""
         _, path = url_to_fs(url)
-        parts = path.split("/")
-        return (
-            len(parts) >= 5
-            and parts[-5] == "sink-files"
-            and parts[-4] == DIRECTORY
-            and posixpath.basename(path).endswith(SUFFIX)
-        )
+        return _STAGED.search(path) is not None and ".." not in path.split("/")
 
     def staged_files(self, committable: Any) -> list[str]:
         return [KafkaCommittable.read(committable).file]
@@ -161,10 +168,41 @@ class KafkaCommitter(TaskCommitter):
         self._delete(url)
 
 
+_STAGED = re.compile(
+    rf"/sink-files/{DIRECTORY}/[0-9a-f]{{12}}/[0-9]+/e[0-9]+-g[0-9]+t[0-9]+a[0-9]+"
+    rf"{re.escape(SUFFIX)}$"
+)
+# Producer properties a consumer or admin client would warn about and ignore
+_PRODUCER_ONLY = {
+    "partitioner",
+    "acks",
+    "request.required.acks",
+    "enable.idempotence",
+    "linger.ms",
+    "queue.buffering.max.ms",
+    "compression.type",
+    "compression.codec",
+    "batch.size",
+    "batch.num.messages",
+    "retries",
+    "message.send.max.retries",
+    "max.in.flight",
+    "max.in.flight.requests.per.connection",
+    "transaction.timeout.ms",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes",
+    "delivery.timeout.ms",
+    "message.timeout.ms",
+}
+
+
 def _fenced_hint(exc: Exception) -> str:
-    if "fenced" in str(exc).lower():
+    text = str(exc).lower()
+    if "fenced" in text or "epoch" in text:
         return (
-            "; another producer took over the transactional id: does another running job "
-            "use this sink's transactional id prefix? Give each job its own"
+            "; another producer took over the transactional id, or the transaction ran "
+            "past transaction.timeout.ms: does another running job use this sink's "
+            "transactional id prefix (give each job its own), or is one epoch's output "
+            "too large to produce within the timeout?"
         )
     return ""

@@ -24,14 +24,14 @@ def transactional_id(prefix: str, subtask: int) -> str:
     return f"{prefix}-{subtask}"
 
 
-def marker_group(transactional_id: str, job_id: str) -> str:
-    """The consumer group whose offset records the last epoch a job's commits of
-    ``transactional_id`` produced (a job of its own: another job's epochs are others)."""
-    return f"lockgate-commits-{transactional_id}-{job_id}"
+def marker_group(transactional_id: str, uid: str, job_id: str) -> str:
+    """The consumer group whose offset marks the last epoch a job's commits of a sink's
+    ``transactional_id`` produced (of the job: another job's epochs are others)."""
+    return f"lockgate-commits-{transactional_id}-{sink_digest(uid)}-{job_id}"
 
 
-def sink_directory(uid: str) -> str:
-    return f"{DIRECTORY}/{hashlib.sha256(uid.encode()).hexdigest()[:12]}"
+def sink_digest(uid: str) -> str:
+    return hashlib.sha256(uid.encode()).hexdigest()[:12]
 
 
 class KafkaExactlyOnceWriter(Operator):
@@ -62,7 +62,7 @@ class KafkaExactlyOnceWriter(Operator):
         if staging is None:
             raise RuntimeError("Kafka records staged outside an epoch (no staging log)")
         url = (
-            f"{ctx.sink_files.rstrip('/')}/{sink_directory(ctx.uid)}/{ctx.index}/"
+            f"{ctx.sink_files.rstrip('/')}/{DIRECTORY}/{sink_digest(ctx.uid)}/{ctx.index}/"
             f"{ctx.attempt}{SUFFIX}"
         )
         staging.stage(url)  # recorded before it exists
@@ -72,10 +72,11 @@ class KafkaExactlyOnceWriter(Operator):
         self.pending.append(
             KafkaCommittable(
                 ctx.epoch,
+                ctx.generation,
                 url,
                 len(self.values),
                 transaction,
-                marker_group(transaction, ctx.job_id),
+                marker_group(transaction, ctx.uid, ctx.job_id),
             )
         )
         self.topics, self.keys, self.values = [], [], []

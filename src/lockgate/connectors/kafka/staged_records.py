@@ -27,15 +27,23 @@ SUFFIX = ".records"
 
 @dataclass(frozen=True)
 class KafkaCommittable(Record):
-    """The records one subtask staged in ``epoch``, to be produced in the transactions of
-    ``transactional_id``; the commit that produces them records ``epoch`` as the offset of
+    """The records one subtask staged in ``epoch``, to be produced in a transaction of
+    ``transactional_id``; the commit that produces them records ``marker`` as the offset of
     ``marker_group`` in the same transaction, so a commit done before is never redone."""
 
     epoch: int
+    generation: int  # the job's restores before the epoch ran (see ``marker``)
     file: str  # URL
     records: int
     transactional_id: str
     marker_group: str
+
+    @property
+    def marker(self) -> int:
+        """The offset that marks this epoch committed. After a restore the job runs epoch
+        numbers again (a restore that had to fall back to an older checkpoint even re-runs
+        committed ones, with other input): the generation keeps them apart, newer."""
+        return (self.generation << 32) | self.epoch
 
     @classmethod
     def read(cls, raw: Any) -> KafkaCommittable:

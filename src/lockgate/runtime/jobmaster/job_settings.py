@@ -198,14 +198,25 @@ def _injections(
 
 def check_exactly_once_sinks(job: JobGraph, settings: JobSettings) -> None:
     """An exactly-once sink commits only when checkpoints complete in EXACTLY_ONCE mode:
-    without them it would never commit, or commit what a failover writes again."""
-    if settings.checkpoint.commits_on_checkpoint:
-        return
+    without them it would never commit, or commit what a failover writes again. And two
+    sinks may not commit through one exclusive resource (a transactional id prefix)."""
+    claimed: dict[str, str] = {}
     for vertex in job.vertices:
         for node in vertex.nodes:
+            sink = f"'{node.name}' (uid '{node.uid}')"
+            exclusive = getattr(getattr(node.operator, "committer", None), "exclusive", None)
+            if exclusive is not None:
+                if exclusive in claimed:
+                    raise options.ConfigurationError(
+                        f"sinks {claimed[exclusive]} and {sink} both commit with {exclusive}: "
+                        "give each its own"
+                    )
+                claimed[exclusive] = sink
+            if settings.checkpoint.commits_on_checkpoint:
+                continue
             if getattr(node.operator, "exactly_once", False):
                 raise options.ConfigurationError(
-                    f"sink '{node.name}' (uid '{node.uid}') writes exactly once, which needs "
-                    "checkpointing in EXACTLY_ONCE mode: call env.enable_checkpointing(ms) "
-                    "or use its at-least-once sink"
+                    f"sink {sink} writes exactly once, which needs checkpointing in "
+                    "EXACTLY_ONCE mode: call env.enable_checkpointing(ms) (with "
+                    "CheckpointingMode.EXACTLY_ONCE, the default) or use its at-least-once sink"
                 )

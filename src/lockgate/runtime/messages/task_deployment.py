@@ -28,6 +28,12 @@ def run_id(job_id: str, generation: int) -> str:
     return f"{job_id}#{generation}"
 
 
+def run_parts(run: str) -> tuple[str, int]:
+    """The job id and restore generation of a ``run_id``."""
+    job_id, _, generation = run.partition("#")
+    return job_id, int(generation)
+
+
 @dataclass(frozen=True)
 class BatchBounds(Record):
     """Most records, and most bytes of pickled records, in one batch; a record larger than

@@ -56,6 +56,8 @@ class OperatorContext:
     epoch: int = 0
     #: the job (names what two-phase-commit sinks stage)
     job_id: str = ""
+    #: the job's restores before this run of its subtasks
+    generation: int = 0
     #: sinks publish only when a checkpoint completes (exactly-once), not per epoch
     commit_on_checkpoint: bool = False
     #: this epoch ends with a checkpoint

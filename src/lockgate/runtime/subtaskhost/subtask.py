@@ -25,7 +25,7 @@ from lockgate.core.source import Source
 from lockgate.graph.job_graph import JobEdge, JobGraph, JobVertex, StreamEdge, StreamNode
 from lockgate.graph.transformations import PartitioningKind
 from lockgate.runtime.messages.spark_items import HostOutput, RecordBatch
-from lockgate.runtime.messages.task_deployment import BatchBounds, SubtaskRestore
+from lockgate.runtime.messages.task_deployment import BatchBounds, SubtaskRestore, run_parts
 from lockgate.runtime.subtaskhost.channels import (
     BroadcastWriter,
     ChannelWriter,
@@ -299,7 +299,8 @@ class Subtask:
             self.backend,
             self.outbox,
             self.record,
-            job_id=self.restore.run.partition("#")[0],
+            job_id=run_parts(self.restore.run)[0],
+            generation=run_parts(self.restore.run)[1],
             managed_parts=self.restore.managed.get(node.uid, []),
             input_type=node.input_type,
             restored_epoch=self.restore.restored_epoch,

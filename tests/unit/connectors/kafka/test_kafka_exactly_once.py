@@ -1,0 +1,109 @@
+"""The exactly-once Kafka sink's committer against the tests' broker, without Spark: staged
+epochs produced once each, whatever is redone; markers per sink, job and restore; what the
+driver may delete."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from confluent_kafka import Consumer, TopicPartition
+
+from lockgate.common.serialization import SimpleStringSchema
+from lockgate.connectors.kafka.committer import KafkaCommitter
+from lockgate.connectors.kafka.exactly_once_writer import marker_group, sink_digest
+from lockgate.connectors.kafka.sink import EXACTLY_ONCE, ProducerSettings
+from lockgate.connectors.kafka.staged_records import KafkaCommittable, write_records
+from lockgate.datastream.connectors.kafka import KafkaRecordSerializationSchema
+
+
+def settings(broker, topic: str, prefix: str) -> ProducerSettings:
+    serializer = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic(topic)
+        .set_value_serialization_schema(SimpleStringSchema())
+        .build()
+    )
+    return ProducerSettings(broker.bootstrap_servers, EXACTLY_ONCE, serializer, {}, prefix)
+
+
+def stage(tmp_path, topic, uid, job, epoch, values, generation=0, subtask=0) -> dict:
+    attempt = f"e{epoch}-g{generation}t{epoch}a{uuid.uuid4().int % 1000}"
+    url = str(tmp_path / "sink-files" / "kafka" / sink_digest(uid) / str(subtask) / attempt)
+    url += ".records"
+    write_records(url, [topic] * len(values), [None] * len(values), [v.encode() for v in values])
+    transaction = f"p-{subtask}"
+    return KafkaCommittable(
+        epoch, generation, url, len(values), transaction, marker_group(transaction, uid, job)
+    ).to_json()
+
+
+def committed(broker, topic: str) -> Counter:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "check",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    found: Counter = Counter()
+    while True:
+        message = consumer.poll(10)
+        assert message is not None
+        if message.error():
+            break
+        found[message.value().decode()] += 1
+    consumer.close()
+    return found
+
+
+def test_a_commit_redone_produces_nothing_twice_and_deletes_what_it_committed(
+    kafka_broker, tmp_path
+):
+    topic = kafka_broker.create_topic(1)
+    committer = KafkaCommitter(settings(kafka_broker, topic, f"p{topic}"))
+    job = uuid.uuid4().hex
+    group = [stage(tmp_path, topic, "sink", job, e, [f"{e}-a", f"{e}-b"]) for e in (1, 2)]
+    committer.commit_group(group)
+    committer.commit_group(group)  # a restore commits the checkpoint again
+    assert committed(kafka_broker, topic) == Counter(["1-a", "1-b", "2-a", "2-b"])
+    assert not list(tmp_path.rglob("*.records"))
+    later = [stage(tmp_path, topic, "sink", job, 3, ["3-a"])]
+    committer.commit_group(group + later)  # the next checkpoint still lists the old ones
+    assert committed(kafka_broker, topic) == Counter(["1-a", "1-b", "2-a", "2-b", "3-a"])
+
+
+def test_epochs_run_again_after_a_restore_are_committed_not_taken_for_done(kafka_broker, tmp_path):
+    """A restore that falls back to an older checkpoint runs committed epoch numbers again,
+    with other input: the restore's generation makes their markers newer."""
+    topic = kafka_broker.create_topic(1)
+    committer = KafkaCommitter(settings(kafka_broker, topic, f"p{topic}"))
+    job = uuid.uuid4().hex
+    committer.commit_group([stage(tmp_path, topic, "sink", job, e, [f"old-{e}"]) for e in (1, 2)])
+    again = [stage(tmp_path, topic, "sink", job, 2, ["new-2"], generation=1)]
+    committer.commit_group(again)
+    assert committed(kafka_broker, topic) == Counter(["old-1", "old-2", "new-2"])
+
+
+def test_sinks_with_their_own_markers_do_not_take_each_others_commits(kafka_broker, tmp_path):
+    topic = kafka_broker.create_topic(1)
+    job = uuid.uuid4().hex
+    for uid in ("one", "two"):
+        committer = KafkaCommitter(settings(kafka_broker, topic, f"p{topic}"))
+        committer.commit_group([stage(tmp_path / uid, topic, uid, job, 1, [uid])])
+    assert committed(kafka_broker, topic) == Counter(["one", "two"])
+
+
+def test_the_driver_deletes_only_staged_record_files(kafka_broker, tmp_path):
+    committer = KafkaCommitter(settings(kafka_broker, "t", "p"))
+    staged = f"/x/sink-files/kafka/{sink_digest('u')}/3/e4-g0t9a12.records"
+    assert committer.may_stage(staged) and committer.may_stage(f"file://{staged}")
+    for other in (
+        "/x/sink-files/kafka/../../etc/e4-g0t9a12.records",
+        f"/x/sink-files/kafka/{sink_digest('u')}/../../../e4-g0t9a12.records",
+        f"/x/sink-files/kafka/{sink_digest('u')}/3/notes.txt",
+        f"/x/state/kafka/{sink_digest('u')}/3/e4-g0t9a12.records",
+    ):
+        assert not committer.may_stage(other), other
