@@ -35,7 +35,7 @@ class JdbcCommitter(Committer):
         self.database = settings.database
 
     def commit(self, committable: Any) -> None:
-        transaction = JdbcCommittable.read(committable)
+        transaction = self._read(committable)
         if self._finish("COMMIT", transaction.gid):
             return
         [status] = self._run(
@@ -55,7 +55,19 @@ class JdbcCommitter(Committer):
         return parsed is not None and parsed[0] == self.database
 
     def staged_files(self, committable: Any) -> list[str]:
-        return [staged_url(self.database, JdbcCommittable.read(committable).gid)]
+        return [staged_url(self.database, self._read(committable).gid)]
+
+    def _read(self, committable: Any) -> JdbcCommittable:
+        """The committable; one prepared in another database (a restore whose sink has
+        another URL) is refused: there its name would be missing, and taken as committed."""
+        transaction = JdbcCommittable.read(committable)
+        if transaction.database != self.database:
+            raise JdbcSinkError(
+                f"{self.settings.describe()}: the checkpoint holds transaction "
+                f"{transaction.gid} prepared in {transaction.database}: restore with the "
+                "sink's URL the checkpoint was taken with"
+            )
+        return transaction
 
     def abort(self, url: str) -> None:
         parsed = parse_staged_url(url)

@@ -113,7 +113,7 @@ class JdbcExactlyOnceWriter(JdbcSinkWriter):
             raise JdbcSinkError(
                 f"{self._subtask()}: PREPARE TRANSACTION failed: {exc}{self._lost()}"
             ) from exc
-        self.pending.append(JdbcCommittable(ctx.epoch, gid, xid))
+        self.pending.append(JdbcCommittable(ctx.epoch, gid, xid, self.settings.database))
         self.open_since = None
 
     def _connect(self) -> Any:

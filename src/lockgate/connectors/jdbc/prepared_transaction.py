@@ -81,6 +81,7 @@ class JdbcCommittable(Record):
     epoch: int
     gid: str
     xid: str
+    database: str  # host:port/dbname, where it is prepared
 
     @classmethod
     def read(cls, raw: Any) -> JdbcCommittable:

@@ -79,16 +79,29 @@ class ProducerSettings:
     def describe(self) -> str:
         return f"KafkaSink to {self.bootstrap_servers}"
 
+    def _check_transactions(self, kafka: Any) -> None:
+        """A transactional producer of the prefix, initialized once (its own id, which
+        fences no subtask's): properties, a timeout or ACLs the brokers refuse fail here."""
+        transaction = f"{self.transactional_id_prefix}-lockgate-check"
+        try:
+            producer = kafka.Producer(self.transactional_config(transaction))
+            producer.init_transactions(CHECK_TIMEOUT_S)
+        except kafka.KafkaException as exc:
+            raise KafkaSinkError(
+                f"{self.describe()}: a transactional producer ({transaction!r}) cannot start: "
+                f"{error_text(exc)}"
+            ) from None
+
     def validate(self) -> None:
         """Before the job starts: the client takes the properties, the brokers answer, and
         a fixed topic exists."""
         kafka = confluent_kafka()
         try:
-            if self.transactional_id_prefix is not None:  # properties transactions refuse
-                kafka.Producer(self.transactional_config(f"{self.transactional_id_prefix}-0"))
             producer = kafka.Producer(self.config("lockgate-check"))
         except kafka.KafkaException as exc:
             raise KafkaSinkError(f"{self.describe()}: {error_text(exc)}") from None
+        if self.transactional_id_prefix is not None:
+            self._check_transactions(kafka)
         try:
             metadata = producer.list_topics(timeout=CHECK_TIMEOUT_S)
         except kafka.KafkaException as exc:

@@ -222,7 +222,7 @@ def test_a_commit_the_database_cannot_take_now_fails_the_job_over(postgres_serve
     with socket_port() as closed:
         committer = JdbcCommitter(settings(postgres_server, table, port=closed, attempts=2))
         gid = transaction_id(uuid.uuid4().hex, UID, 0, "e1-g0t1a1")
-        committable = JdbcCommittable(1, gid, "1000").to_json()
+        committable = JdbcCommittable(1, gid, "1000", f"127.0.0.1:{closed}/postgres").to_json()
         with pytest.raises(CommitFailedError, match="after 2 attempts"):
             committer.commit(committable)
 
@@ -230,7 +230,19 @@ def test_a_commit_the_database_cannot_take_now_fails_the_job_over(postgres_serve
 def test_a_committable_that_names_no_lockgate_transaction_is_refused(postgres_server, table):
     committer = JdbcCommitter(settings(postgres_server, table))
     with pytest.raises(JdbcSinkError, match="not the name of a transaction lockgate prepares"):
-        committer.commit({"epoch": 1, "gid": "someone-elses", "xid": "1000"})
+        committer.commit(
+            {"epoch": 1, "gid": "someone-elses", "xid": "1000", "database": committer.database}
+        )
+
+
+def test_a_committable_of_another_database_is_refused(postgres_server, table, tmp_path):
+    sink = settings(postgres_server, table)
+    state = Subtask(sink, Storage(str(tmp_path)), uuid.uuid4().hex).epoch(
+        1, [(1, 1)], checkpoint=True
+    )
+    [committable] = state["committables"]
+    with pytest.raises(JdbcSinkError, match="restore with the sink's URL"):
+        JdbcCommitter(settings(postgres_server, table, port=1)).commit(committable)
 
 
 def test_a_commit_of_a_transaction_rolled_back_behind_its_back_fails_naming_it(

@@ -7,12 +7,13 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from lockgate.common.serialization import SimpleStringSchema
 from lockgate.connectors.kafka.committer import KafkaCommitter
 from lockgate.connectors.kafka.exactly_once_writer import marker_group, sink_digest
-from lockgate.connectors.kafka.sink import EXACTLY_ONCE, ProducerSettings
+from lockgate.connectors.kafka.sink import EXACTLY_ONCE, KafkaSinkError, ProducerSettings
 from lockgate.connectors.kafka.staged_records import KafkaCommittable, write_records
 from lockgate.datastream.connectors.kafka import KafkaRecordSerializationSchema
 
@@ -107,3 +108,12 @@ def test_the_driver_deletes_only_staged_record_files(kafka_broker, tmp_path):
         f"/x/state/kafka/{sink_digest('u')}/3/e4-g0t9a12.records",
     ):
         assert not committer.may_stage(other), other
+
+
+def test_a_transactional_producer_the_client_refuses_fails_before_the_job(kafka_broker):
+    topic = kafka_broker.create_topic(1)
+    bad = settings(kafka_broker, topic, "p")
+    bad = ProducerSettings(bad.bootstrap_servers, EXACTLY_ONCE, bad.serializer, {"acks": "1"}, "p")
+    with pytest.raises(KafkaSinkError, match=r"a transactional producer \('p-lockgate-check'\)"):
+        bad.validate()
+    settings(kafka_broker, topic, "p").validate()
