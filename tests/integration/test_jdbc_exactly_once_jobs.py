@@ -12,12 +12,10 @@ import signal
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import driver_kill_job
 import psycopg
 import pytest
-from driver_process import completed_checkpoints, kill_group, log_tail, start_driver
 from exactly_once_job import (
     KEYS,
     CountPerKey,
@@ -29,7 +27,7 @@ from exactly_once_job import (
     records,
     reference,
 )
-from lockgate_it_support import BACKENDS, FULL
+from lockgate_it_support import BACKENDS
 from process_tree import subtask_hosts
 
 from lockgate.common import RestartStrategies, Row
@@ -42,7 +40,6 @@ from lockgate.datastream.connectors.jdbc import (
 )
 
 SPLITS = 2
-KILL_SCRIPT = Path(__file__).with_name("jdbc_kill_job.py")
 
 
 def new_table(server) -> str:
@@ -138,58 +135,6 @@ def test_exactly_once_sink_without_exactly_once_checkpoints_fails_before_the_job
     )
     with pytest.raises(ConfigurationError, match=r"uid 'orders-out'.*enable_checkpointing"):
         env.execute("no checkpoints")
-
-
-@pytest.mark.parametrize(
-    "kill",
-    [
-        "after-metadata-before-commit@3",
-        pytest.param("", marks=FULL),  # SIGKILLed from outside, after two checkpoints
-    ],
-)
-def test_killed_driver_resumes_with_each_row_exactly_once(tmp_path, postgres_server, kill):
-    """With ``after-metadata-before-commit@3`` the driver dies once checkpoint 3 is complete
-    and before its transactions are committed: they stay prepared, and the resumed job,
-    restoring checkpoint 3, commits them."""
-    server = postgres_server
-    table = new_table(server)
-    checkpoints = tmp_path / "checkpoints"
-
-    def args(kill: str, sleep_s: float, *recovery: Path) -> list[str]:
-        return [server.url, table, str(checkpoints), str(tmp_path / "work"), str(SPLITS), kill,
-                str(sleep_s), *map(str, recovery)]  # fmt: skip
-
-    sleep_s = 0 if kill else driver_kill_job.SLEEP_S  # slow enough to be killed mid-run
-    first, first_log = start_driver(tmp_path, "first", KILL_SCRIPT, args(kill, sleep_s))
-    try:
-        if kill:
-            assert first.wait(timeout=120) == -9, log_tail(tmp_path, "first")
-        else:
-            deadline = time.monotonic() + 120
-            while len(list(checkpoints.glob("*/chk-*/_metadata"))) < 2:
-                assert first.poll() is None, log_tail(tmp_path, "first")
-                assert time.monotonic() < deadline, log_tail(tmp_path, "first")
-                time.sleep(0.05)
-    finally:
-        kill_group(first)
-        first_log.close()
-    [job_dir] = [p for p in checkpoints.iterdir() if p.is_dir()]
-    latest = completed_checkpoints(job_dir)[-1]
-    before = table_lines(server, table)
-    expected = driver_kill_job.reference(SPLITS)
-    assert sum(before.values()) < sum(expected.values()) and not before - expected
-    if kill:
-        assert latest.name == "chk-3"
-        assert prepared_transactions(server), "checkpoint 3's transactions were not prepared"
-
-    second, second_log = start_driver(tmp_path, "second", KILL_SCRIPT, args("", 0, latest))
-    try:
-        assert second.wait(timeout=180) == 0, log_tail(tmp_path, "second")
-    finally:
-        kill_group(second)
-        second_log.close()
-    assert_same_lines(table_lines(server, table), expected)
-    assert prepared_transactions(server) == []
 
 
 def test_database_crash_and_restart_mid_run_leaves_each_row_exactly_once(

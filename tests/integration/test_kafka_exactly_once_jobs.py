@@ -11,12 +11,10 @@ import os
 import signal
 import time
 from collections import Counter
-from pathlib import Path
 
 import driver_kill_job
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from driver_process import completed_checkpoints, kill_group, log_tail, start_driver
 from exactly_once_job import (
     KEYS,
     CountPerKey,
@@ -43,7 +41,6 @@ from lockgate.datastream.connectors.kafka import (
 )
 
 SPLITS = 2
-KILL_SCRIPT = Path(__file__).with_name("kafka_kill_job.py")
 
 
 def read_committed(broker, topic: str, partitions: int) -> Counter:
@@ -122,43 +119,6 @@ def test_failures_at_every_step_leave_each_record_exactly_once(make_env, tmp_pat
     assert_same_lines(read_committed(kafka_broker, out, 2), reference(SPLITS))
     staged = list((tmp_path / "checkpoints").rglob("*.records"))
     assert not staged, f"staged records left behind: {staged[:3]}"
-
-
-def test_killed_driver_resumes_with_each_record_exactly_once(tmp_path, kafka_broker):
-    """The driver dies once checkpoint 3 is complete, before its records are produced: a
-    read_committed consumer sees none of them; the resumed job, restoring checkpoint 3,
-    commits them, and every line is then there once."""
-    out = kafka_broker.create_topic(2)
-    checkpoints = tmp_path / "checkpoints"
-    prefix = f"kill-{out}"
-
-    def args(kill: str, *recovery: Path) -> list[str]:
-        return [kafka_broker.bootstrap_servers, out, prefix, str(checkpoints),
-                str(tmp_path / "work"), str(SPLITS), kill, *map(str, recovery)]  # fmt: skip
-
-    first, first_log = start_driver(
-        tmp_path, "first", KILL_SCRIPT, args("after-metadata-before-commit@3")
-    )
-    try:
-        assert first.wait(timeout=120) == -9, log_tail(tmp_path, "first")
-    finally:
-        kill_group(first)
-        first_log.close()
-    [job_dir] = [p for p in checkpoints.iterdir() if p.is_dir()]
-    latest = completed_checkpoints(job_dir)[-1]
-    assert latest.name == "chk-3"
-    before = read_committed(kafka_broker, out, 2)
-    expected = driver_kill_job.reference(SPLITS)
-    assert 0 < sum(before.values()) < sum(expected.values()) and not before - expected
-    assert list(job_dir.rglob("*.records")), "checkpoint 3's records were not staged"
-
-    second, second_log = start_driver(tmp_path, "second", KILL_SCRIPT, args("", latest))
-    try:
-        assert second.wait(timeout=180) == 0, log_tail(tmp_path, "second")
-    finally:
-        kill_group(second)
-        second_log.close()
-    assert_same_lines(read_committed(kafka_broker, out, 2), expected)
 
 
 def test_exactly_once_without_exactly_once_checkpoints_fails_before_the_job(make_env, kafka_broker):

@@ -76,7 +76,8 @@ class KafkaCommitter(TaskCommitter):
                 with contextlib.suppress(kafka.KafkaException):
                     producer.abort_transaction(1)  # read_committed readers wait on it
             raise CommitFailedError(
-                f"{self.settings.describe()}: the commit of transactional id {transaction!r} "
+                f"{self.settings.describe()}, sink uid '{staged[0].uid}': the commit of "
+                f"transactional id {transaction!r} "
                 f"(epochs {staged[0].epoch} to {staged[-1].epoch}) failed: "
                 f"{error_text(exc) if isinstance(exc, kafka.KafkaException) else exc}"
                 f"{_fenced_hint(exc)}"
@@ -101,7 +102,8 @@ class KafkaCommitter(TaskCommitter):
                 )
                 return
             raise KafkaSinkError(
-                f"{self.settings.describe()}: the staged records of epoch {committable.epoch} "
+                f"{self.settings.describe()}, sink uid '{committable.uid}': the staged records "
+                f"of epoch {committable.epoch} "
                 f"({committable.file}) are gone, but marker group {committable.marker_group} "
                 "does not mark them committed: they are lost"
             ) from None

@@ -71,6 +71,7 @@ class KafkaExactlyOnceWriter(Operator):
         transaction = transactional_id(self.settings.transactional_id_prefix, ctx.index)
         self.pending.append(
             KafkaCommittable(
+                ctx.uid,
                 ctx.epoch,
                 ctx.generation,
                 url,

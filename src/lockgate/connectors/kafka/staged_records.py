@@ -31,6 +31,7 @@ class KafkaCommittable(Record):
     ``transactional_id``; the commit that produces them records ``marker`` as the offset of
     ``marker_group`` in the same transaction, so a commit done before is never redone."""
 
+    uid: str  # the sink's
     epoch: int
     generation: int  # the job's restores before the epoch ran (see ``marker``)
     file: str  # URL

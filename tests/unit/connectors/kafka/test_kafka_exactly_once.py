@@ -35,7 +35,7 @@ def stage(tmp_path, topic, uid, job, epoch, values, generation=0, subtask=0) -> 
     write_records(url, [topic] * len(values), [None] * len(values), [v.encode() for v in values])
     transaction = f"p-{subtask}"
     return KafkaCommittable(
-        epoch, generation, url, len(values), transaction, marker_group(transaction, uid, job)
+        uid, epoch, generation, url, len(values), transaction, marker_group(transaction, uid, job)
     ).to_json()
 
 
