@@ -7,7 +7,8 @@ A commit of one group, in a task:
    producer of that id left open, and fences it (a zombie attempt of an earlier commit can
    no longer add to a transaction).
 2. Read the marker: the highest offset the sink's marker consumer group committed in this
-   job (read stable: transactional offsets not yet applied are waited for).
+   job, read stable (an offset of a transaction not yet applied fails the read, and the
+   commit is tried again).
 3. For each staged epoch the marker does not cover, in order: one transaction that
    produces the epoch's records and commits the epoch's marker as the group's offset
    (``send_offsets_to_transaction``); the records and the marker become visible together,
@@ -79,7 +80,7 @@ class KafkaCommitter(TaskCommitter):
                 f"{self.settings.describe()}, sink uid '{staged[0].uid}': the commit of "
                 f"transactional id {transaction!r} "
                 f"(epochs {staged[0].epoch} to {staged[-1].epoch}) failed: "
-                f"{error_text(exc) if isinstance(exc, kafka.KafkaException) else exc}"
+                f"{_cause(exc, kafka)}"
                 f"{_fenced_hint(exc)}"
             ) from exc
         for committable in staged:
@@ -117,7 +118,7 @@ class KafkaCommitter(TaskCommitter):
                     break
                 except BufferError:  # the producer's queue is full: let it send
                     producer.poll(0.1)
-        group = kafka.Consumer(self._client_config(committable.marker_group))
+        group = kafka.Consumer(self.settings.client_config(committable.marker_group))
         try:
             producer.send_offsets_to_transaction(
                 [kafka.TopicPartition(topics[0], 0, committable.marker)],
@@ -133,7 +134,7 @@ class KafkaCommitter(TaskCommitter):
         kafka = confluent_kafka()
         from confluent_kafka.admin import AdminClient  # confluent_kafka() checked it is there
 
-        admin = AdminClient(self._client_config(None))
+        admin = AdminClient(self.settings.client_config(None))
         request = kafka.ConsumerGroupTopicPartitions(group)
         [future] = admin.list_consumer_group_offsets([request], require_stable=True).values()
         offsets = future.result(DEFAULT_TIMEOUT_S).topic_partitions or []
@@ -141,15 +142,6 @@ class KafkaCommitter(TaskCommitter):
             if partition.error is not None:
                 raise kafka.KafkaException(partition.error)
         return max((tp.offset for tp in offsets if tp.offset >= 0), default=-1)
-
-    def _client_config(self, group: str | None) -> dict[str, Any]:
-        """The user's client properties (security, ...) for the marker's clients."""
-        config = {
-            key: value
-            for key, value in self.settings.config("lockgate-marker").items()
-            if key not in _PRODUCER_ONLY
-        }
-        return {**config, "group.id": group} if group is not None else config
 
     @staticmethod
     def _delete(url: str) -> None:
@@ -174,28 +166,12 @@ _STAGED = re.compile(
     rf"/sink-files/{DIRECTORY}/[0-9a-f]{{12}}/[0-9]+/e[0-9]+-g[0-9]+t[0-9]+a[0-9]+"
     rf"{re.escape(SUFFIX)}$"
 )
-# Producer properties a consumer or admin client would warn about and ignore
-_PRODUCER_ONLY = {
-    "partitioner",
-    "acks",
-    "request.required.acks",
-    "enable.idempotence",
-    "linger.ms",
-    "queue.buffering.max.ms",
-    "compression.type",
-    "compression.codec",
-    "batch.size",
-    "batch.num.messages",
-    "retries",
-    "message.send.max.retries",
-    "max.in.flight",
-    "max.in.flight.requests.per.connection",
-    "transaction.timeout.ms",
-    "queue.buffering.max.messages",
-    "queue.buffering.max.kbytes",
-    "delivery.timeout.ms",
-    "message.timeout.ms",
-}
+
+
+def _cause(exc: Exception, kafka: Any) -> str:
+    if isinstance(exc, kafka.KafkaException):
+        return error_text(exc)
+    return str(exc) or f"no answer within {DEFAULT_TIMEOUT_S:.0f} s"
 
 
 def _fenced_hint(exc: Exception) -> str:

@@ -43,6 +43,20 @@ _IDEMPOTENCE_CONFLICTS = {
 }
 
 
+# Properties of how a client reaches the brokers, which the marker's clients take too
+_CONNECTION_PROPERTIES = (
+    "security.",
+    "sasl.",
+    "ssl.",
+    "ssl_",
+    "enable.ssl.",
+    "socket.",
+    "broker.address.",
+    "client.dns.lookup",
+    "https.",
+)
+
+
 class KafkaSinkError(RuntimeError):
     """The brokers did not take a sink's records."""
 
@@ -70,6 +84,17 @@ class ProducerSettings:
             "bootstrap.servers": self.bootstrap_servers,
         }
 
+    def client_config(self, group: str | None) -> dict[str, Any]:
+        """The exactly-once commit's consumer-group clients (the marker): the brokers and
+        the properties that reach them (security, addresses), none of the producer's."""
+        config: dict[str, Any] = {
+            key: value
+            for key, value in self.properties.items()
+            if key.startswith(_CONNECTION_PROPERTIES)
+        }
+        config.update({"bootstrap.servers": self.bootstrap_servers, "client.id": "lockgate-marker"})
+        return {**config, "group.id": group} if group is not None else config
+
     def transactional_config(self, transactional_id: str) -> dict[str, Any]:
         return {
             **self.config(f"lockgate-commit-{transactional_id}"),
@@ -86,6 +111,7 @@ class ProducerSettings:
         try:
             producer = kafka.Producer(self.transactional_config(transaction))
             producer.init_transactions(CHECK_TIMEOUT_S)
+            kafka.Consumer(self.client_config("lockgate-check")).close()
         except kafka.KafkaException as exc:
             raise KafkaSinkError(
                 f"{self.describe()}: a transactional producer ({transaction!r}) cannot start: "

@@ -117,3 +117,20 @@ def test_a_transactional_producer_the_client_refuses_fails_before_the_job(kafka_
     with pytest.raises(KafkaSinkError, match=r"a transactional producer \('p-lockgate-check'\)"):
         bad.validate()
     settings(kafka_broker, topic, "p").validate()
+
+
+def test_the_marker_clients_take_connection_properties_only(kafka_broker):
+    """Producer settings (one a consumer refuses, one an admin client refuses) stay out of
+    the marker's clients; how to reach the brokers goes in."""
+    base = settings(kafka_broker, "t", "p")
+    given = {
+        "receive.message.max.bytes": "1000000",
+        "enable.gapless.guarantee": "true",
+        "security.protocol": "plaintext",
+        "socket.timeout.ms": "20000",
+    }
+    sink = ProducerSettings(base.bootstrap_servers, EXACTLY_ONCE, base.serializer, given, "p")
+    config = sink.client_config("g")
+    assert config["security.protocol"] == "plaintext" and config["socket.timeout.ms"] == "20000"
+    assert "receive.message.max.bytes" not in config and "enable.gapless.guarantee" not in config
+    assert config["group.id"] == "g" and "group.id" not in sink.client_config(None)
