@@ -18,7 +18,6 @@ no open transaction, and replays them.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,30 +66,21 @@ class JdbcExactlyOnceWriter(JdbcSinkWriter):
     def notify_checkpoint_complete(self, epoch: int) -> None:
         self.pending = [c for c in self.pending if c.epoch > epoch]
 
-    def _flush(self) -> None:
-        if not self.batch:
-            return
-        pg = psycopg()
-        for attempt in range(self.settings.max_retries + 1):
-            try:
-                if self.connection is None:
-                    self.connection = self._connect()
-                with self.connection.cursor() as cursor:
-                    cursor.executemany(self.statement, self.batch)
-                break
-            except pg.errors.LockNotAvailable as exc:
-                raise JdbcSinkError(f"{self._where()}: {exc}{self._locked()}") from exc
-            except pg.OperationalError as exc:
-                self._drop_connection()
-                # Only a transaction that held nothing yet can start again elsewhere
-                if self.open_since is not None or attempt == self.settings.max_retries:
-                    raise JdbcSinkError(f"{self._where()}: {exc}{self._lost()}") from exc
-                time.sleep(min(1.0 * (attempt + 1), 5.0))
-            except pg.Error as exc:
-                raise JdbcSinkError(
-                    f"{self._where()}: {type(exc).__name__}: {exc}{self._lost()}"
-                ) from exc
-        self.batch = []
+    def _run_batch(self) -> None:
+        """Into the open transaction (begun by the first batch since a checkpoint)."""
+        if self.connection is None:
+            self.connection = self._connect()
+        try:
+            with self.connection.cursor() as cursor:
+                cursor.executemany(self.statement, self.batch)
+        except psycopg().errors.LockNotAvailable as exc:
+            raise JdbcSinkError(f"{self._where()}: {exc}{self._locked()}") from exc
+
+    def _may_retry(self) -> bool:
+        """Only a transaction that held nothing yet can start again elsewhere."""
+        return self.open_since is None
+
+    def _flushed(self) -> None:
         if self.open_since is None:
             self.open_since = self.ctx.epoch
 

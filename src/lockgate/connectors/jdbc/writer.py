@@ -50,24 +50,43 @@ class JdbcSinkWriter(Operator):
         self._flush()
 
     def _flush(self) -> None:
+        """Run the batch; a lost connection is tried again on a new one, while that can
+        change nothing else (``_may_retry``)."""
         if not self.batch:
             return
         pg = psycopg()
         for attempt in range(self.settings.max_retries + 1):
             try:
-                if self.connection is None or self.connection.closed:
-                    self.connection = self.settings.connect()
-                with self.connection.transaction(), self.connection.cursor() as cursor:
-                    cursor.executemany(self.statement, self.batch)
-                self.batch = []
-                return
+                self._run_batch()
+                break
             except pg.OperationalError as exc:  # the connection: try again on a new one
                 self._drop_connection()
-                if attempt == self.settings.max_retries:
-                    raise JdbcSinkError(f"{self._where()}: {exc}") from exc
+                if attempt == self.settings.max_retries or not self._may_retry():
+                    raise JdbcSinkError(f"{self._where()}: {exc}{self._lost()}") from exc
                 time.sleep(min(1.0 * (attempt + 1), 5.0))
             except pg.Error as exc:  # the statement or the data: retrying would not help
-                raise JdbcSinkError(f"{self._where()}: {type(exc).__name__}: {exc}") from exc
+                raise JdbcSinkError(
+                    f"{self._where()}: {type(exc).__name__}: {exc}{self._lost()}"
+                ) from exc
+        self.batch = []
+        self._flushed()
+
+    def _run_batch(self) -> None:
+        """At least once: the batch is one transaction of its own."""
+        if self.connection is None or self.connection.closed:
+            self.connection = self.settings.connect()
+        with self.connection.transaction(), self.connection.cursor() as cursor:
+            cursor.executemany(self.statement, self.batch)
+
+    def _may_retry(self) -> bool:
+        return True
+
+    def _lost(self) -> str:
+        """What a failure of the batch takes with it, besides the batch."""
+        return ""
+
+    def _flushed(self) -> None:
+        """The batch is in the database."""
 
     def _where(self) -> str:
         ctx = self.ctx
