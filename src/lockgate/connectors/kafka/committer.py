@@ -54,11 +54,11 @@ class KafkaCommitter(TaskCommitter):
     def groups(self, committables: list[Any]) -> list[list[Any]]:
         by_transaction: dict[str, list[Any]] = defaultdict(list)
         for raw in committables:
-            by_transaction[KafkaCommittable.read(raw).transactional_id].append(raw)
+            by_transaction[self._read(raw).transactional_id].append(raw)
         return list(by_transaction.values())
 
     def commit_group(self, group: list[Any]) -> None:
-        staged = sorted((KafkaCommittable.read(raw) for raw in group), key=lambda c: c.marker)
+        staged = sorted((self._read(raw) for raw in group), key=lambda c: c.marker)
         kafka = confluent_kafka()
         transaction = staged[0].transactional_id
         producer = None
@@ -156,7 +156,19 @@ class KafkaCommitter(TaskCommitter):
         return _STAGED.search(path) is not None and ".." not in path.split("/")
 
     def staged_files(self, committable: Any) -> list[str]:
-        return [KafkaCommittable.read(committable).file]
+        return [self._read(committable).file]
+
+    def _read(self, raw: Any) -> KafkaCommittable:
+        """A committable from a checkpoint, whose file the commit reads and deletes: only a
+        staged records file, whatever the checkpoint says."""
+        committable = KafkaCommittable.read(raw)
+        if not self.may_stage(committable.file):
+            raise KafkaSinkError(
+                f"{self.settings.describe()}: a committable of sink uid '{committable.uid}' "
+                f"names {committable.file}, which is not a file a Kafka sink stages: not "
+                "committed"
+            )
+        return committable
 
     def abort(self, url: str) -> None:
         self._delete(url)

@@ -108,6 +108,9 @@ def test_the_driver_deletes_only_staged_record_files(kafka_broker, tmp_path):
         f"/x/state/kafka/{sink_digest('u')}/3/e4-g0t9a12.records",
     ):
         assert not committer.may_stage(other), other
+    planted = KafkaCommittable("u", 1, 0, "/etc/passwd", 1, "p-0", "g").to_json()
+    with pytest.raises(KafkaSinkError, match="not a file a Kafka sink stages"):
+        committer.commit_group([planted])
 
 
 def test_a_transactional_producer_the_client_refuses_fails_before_the_job(kafka_broker):
