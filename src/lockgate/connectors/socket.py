@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -65,12 +66,13 @@ class SocketTextSource(Source):
         self.delimiter = delimiter.encode()
         self.max_retry = max_retry
         self._connection: socket.socket | None = None  # the reader's; never pickled
-        self._buffer = b""
+        self._lines: deque[bytes] = deque()  # received whole, not yet read
+        self._partial = b""  # received after the last delimiter
         self._retries = 0
         self._ended = False
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_connection": None, "_buffer": b""}
+        return {**self.__dict__, "_connection": None, "_lines": deque(), "_partial": b""}
 
     def describe(self) -> str:
         return f"socket source {self.host}:{self.port}"
@@ -98,20 +100,19 @@ class SocketTextSource(Source):
 
     def _next_line(self, deadline: float) -> str | None:
         """The next line, waiting until ``deadline`` for it; None if none came."""
-        while True:
-            end = self._buffer.find(self.delimiter)
-            if end >= 0:
-                raw, self._buffer = self._buffer[:end], self._buffer[end + len(self.delimiter) :]
-                return self._decode(raw)
+        while not self._lines:
             data = self._receive(max(0.0, deadline - time.monotonic()))
             if data is None:
                 return None
             if data == b"":  # the server closed the connection: its last line, if any
-                rest, self._buffer = self._buffer, b""
+                rest, self._partial = self._partial, b""
                 if self._reconnect() and not rest:
                     continue
                 return self._decode(rest) if rest else None
-            self._buffer += data
+            # Cut each received chunk once: the lines it completes, and what is left over
+            *complete, self._partial = (self._partial + data).split(self.delimiter)
+            self._lines.extend(complete)
+        return self._decode(self._lines.popleft())
 
     def _receive(self, wait_s: float) -> bytes | None:
         connection = self._connection or self._connect()
