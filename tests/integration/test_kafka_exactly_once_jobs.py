@@ -14,7 +14,6 @@ from collections import Counter
 
 import driver_kill_job
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from exactly_once_job import (
     KEYS,
     CountPerKey,
@@ -45,26 +44,7 @@ SPLITS = 2
 
 def read_committed(broker, topic: str, partitions: int) -> Counter:
     """Every committed record of ``topic``, read as a read_committed consumer would."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": "check",
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    found: Counter = Counter()
-    ended: set[int] = set()
-    while len(ended) < partitions:
-        message = consumer.poll(10)
-        assert message is not None, f"{topic}: no end of partition after {len(found)} records"
-        if message.error():
-            ended.add(message.partition())
-            continue
-        found[message.value().decode()] += 1
-    consumer.close()
-    return found
+    return Counter(value for _, value, _ in broker.read(topic, partitions, committed=True))
 
 
 def exactly_once_sink(broker, topic: str, prefix: str) -> KafkaSink:

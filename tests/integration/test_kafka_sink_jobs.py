@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from exactly_once_job import (
     KEYS,
     CountPerKey,
@@ -30,28 +29,6 @@ from lockgate.datastream.connectors.kafka import (
 )
 
 SPLITS = 2
-
-
-def read_topic(broker, topic: str, partitions: int) -> list[tuple[bytes | None, str, int]]:
-    """(key, value, partition) of every record of ``topic``."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": "check",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    found, ended = [], set()
-    while len(ended) < partitions:
-        message = consumer.poll(10)
-        assert message is not None, f"{topic}: no end of partition after {len(found)} records"
-        if message.error():
-            ended.add(message.partition())
-            continue
-        found.append((message.key(), message.value().decode(), message.partition()))
-    consumer.close()
-    return found
 
 
 def sink(broker, guarantee, **schema) -> KafkaSink:
@@ -100,7 +77,7 @@ def test_at_least_once_loses_nothing_when_the_job_fails_and_restores(
     )
     result = env.execute("at least once")
     assert trap.fired() == 2 and result.restarts >= 1  # the epoch ran again: a failover
-    produced = Counter(value for _, value, _ in read_topic(kafka_broker, out, 2))
+    produced = Counter(value for _, value, _ in kafka_broker.read(out, 2))
     missing = reference(SPLITS) - produced
     assert not missing, f"lost: {sorted(missing)[:5]}"
     assert sum(produced.values()) >= sum(reference(SPLITS).values())
@@ -122,7 +99,7 @@ def test_records_go_to_their_selected_topic_keyed_and_partitioned_as_java_client
         )
     )
     env.execute("topic selector")
-    found = read_topic(kafka_broker, even, 3) + read_topic(kafka_broker, odd, 3)
+    found = kafka_broker.read(even, 3) + kafka_broker.read(odd, 3)
     assert sorted(value for _, value, _ in found) == sorted(f"k{i % 5}:{i}" for i in range(40))
     partitions: dict[bytes, set[int]] = {}
     for key, _, partition in found:

@@ -87,3 +87,33 @@ class KafkaBroker:
             extra = {"timestamp": timestamps[index]} if timestamps else {}
             producer.produce(topic, value=value, partition=partition, **extra)
         assert producer.flush(30) == 0
+
+    def read(
+        self, topic: str, partitions: int, committed: bool = False
+    ) -> list[tuple[bytes | None, str, int]]:
+        """(key, value, partition) of every record of ``topic``, up to each partition's end
+        (``committed``: as a read_committed consumer sees them)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "group.id": "check",
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed" if committed else "read_uncommitted",
+            }
+        )
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        found: list[tuple[bytes | None, str, int]] = []
+        ended: set[int] = set()
+        try:
+            while len(ended) < partitions:
+                message = consumer.poll(10)
+                assert message is not None, f"{topic}: no end of partition after {len(found)}"
+                if message.error():
+                    ended.add(message.partition())
+                    continue
+                found.append((message.key(), message.value().decode(), message.partition()))
+        finally:
+            consumer.close()
+        return found

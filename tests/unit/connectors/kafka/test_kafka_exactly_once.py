@@ -8,7 +8,6 @@ import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from lockgate.common.serialization import SimpleStringSchema
 from lockgate.connectors.kafka.committer import KafkaCommitter
@@ -40,24 +39,7 @@ def stage(tmp_path, topic, uid, job, epoch, values, generation=0, subtask=0) -> 
 
 
 def committed(broker, topic: str) -> Counter:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": "check",
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    found: Counter = Counter()
-    while True:
-        message = consumer.poll(10)
-        assert message is not None
-        if message.error():
-            break
-        found[message.value().decode()] += 1
-    consumer.close()
-    return found
+    return Counter(value for _, value, _ in broker.read(topic, 1, committed=True))
 
 
 def test_a_commit_redone_produces_nothing_twice_and_deletes_what_it_committed(

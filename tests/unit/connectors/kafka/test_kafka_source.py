@@ -55,6 +55,17 @@ def source(broker, topic, **options):
     return builder.build()
 
 
+def pattern_source(broker, prefix: str, discovery_ms: int):
+    """An unbounded source of the topics named ``<prefix>-...``."""
+    return source(
+        broker,
+        None,
+        pattern=rf"{prefix}-.*",
+        bounded=None,
+        properties={"partition.discovery.interval.ms": str(discovery_ms)},
+    )
+
+
 def run_epoch(src, enumerator, cap):
     """Plan one epoch, read every assignment as the tasks would; the records by subtask."""
     read: dict[int, list] = {}
@@ -191,13 +202,7 @@ def test_a_topic_pattern_finds_topics_and_partitions_made_later(kafka_broker):
     prefix = f"p{int(time.time() * 1000)}"
     first = kafka_broker.create_topic(1, f"{prefix}-a")
     kafka_broker.produce(first, [(0, b"a")])
-    src = source(
-        kafka_broker,
-        None,
-        pattern=rf"{prefix}-.*",
-        bounded=None,
-        properties={"partition.discovery.interval.ms": "1"},
-    )
+    src = pattern_source(kafka_broker, prefix, discovery_ms=1)
     enumerator = src.create_enumerator(2)
     assert values(run_epoch(src, enumerator, 10)) == ["a"]
     second = kafka_broker.create_topic(2, f"{prefix}-b")
@@ -239,13 +244,7 @@ def test_partitions_are_owned_as_flink_assigns_them():
 def test_discovery_interval_zero_or_negative_turns_discovery_off(kafka_broker):
     prefix = f"off{int(time.time() * 1000)}"
     kafka_broker.create_topic(1, f"{prefix}-a")
-    src = source(
-        kafka_broker,
-        None,
-        pattern=rf"{prefix}-.*",
-        bounded=None,
-        properties={"partition.discovery.interval.ms": "0"},
-    )
+    src = pattern_source(kafka_broker, prefix, discovery_ms=0)
     enumerator = src.create_enumerator(1)
     run_epoch(src, enumerator, 10)
     later = kafka_broker.create_topic(1, f"{prefix}-b")
@@ -259,13 +258,7 @@ def test_a_deleted_topic_is_no_longer_read_and_the_others_go_on(kafka_broker, ca
     deleted = kafka_broker.create_topic(1, f"{prefix}-b")
     kafka_broker.produce(kept, [(0, b"a0")])
     kafka_broker.produce(deleted, [(0, b"b0")])
-    src = source(
-        kafka_broker,
-        None,
-        pattern=rf"{prefix}-.*",
-        bounded=None,
-        properties={"partition.discovery.interval.ms": "1"},
-    )
+    src = pattern_source(kafka_broker, prefix, discovery_ms=1)
     enumerator = src.create_enumerator(2)
     assert values(run_epoch(src, enumerator, 10)) == ["a0", "b0"]
     snapshot = enumerator.snapshot()
