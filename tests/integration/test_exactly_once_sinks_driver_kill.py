@@ -13,8 +13,7 @@ import pytest
 from driver_process import completed_checkpoints, kill_group, log_tail, start_driver
 from exactly_once_job import assert_same_lines
 from lockgate_it_support import FULL
-from test_jdbc_exactly_once_jobs import new_table, prepared_transactions, table_lines
-from test_kafka_exactly_once_jobs import read_committed
+from sink_readback import new_lines_table, table_lines, topic_lines
 
 SCRIPT = Path(__file__).with_name("sinks_kill_job.py")
 SPLITS = 2
@@ -34,7 +33,7 @@ def test_killed_driver_resumes_with_each_line_exactly_once_in_both_sinks(
     and before its commits: its PostgreSQL transactions stay prepared and its Kafka records
     staged, none of it visible; the resumed job, restoring checkpoint 3, commits them."""
     server = postgres_server
-    table = new_table(server)
+    table = new_lines_table(server)
     topic = kafka_broker.create_topic(2)
     checkpoints = tmp_path / "checkpoints"
 
@@ -60,11 +59,11 @@ def test_killed_driver_resumes_with_each_line_exactly_once_in_both_sinks(
     [job_dir] = [p for p in checkpoints.iterdir() if p.is_dir()]
     latest = completed_checkpoints(job_dir)[-1]
     expected = driver_kill_job.reference(SPLITS)
-    for before in (table_lines(server, table), read_committed(kafka_broker, topic, 2)):
+    for before in (table_lines(server, table), topic_lines(kafka_broker, topic, 2)):
         assert sum(before.values()) < sum(expected.values()) and not before - expected
     if kill:
         assert latest.name == "chk-3"
-        assert prepared_transactions(server), "checkpoint 3's transactions were not prepared"
+        assert server.prepared_transactions(), "checkpoint 3's transactions were not prepared"
         assert list(job_dir.rglob("*.records")), "checkpoint 3's records were not staged"
 
     second, second_log = start_driver(tmp_path, "second", SCRIPT, args("", 0, latest))
@@ -74,5 +73,5 @@ def test_killed_driver_resumes_with_each_line_exactly_once_in_both_sinks(
         kill_group(second)
         second_log.close()
     assert_same_lines(table_lines(server, table), expected)
-    assert_same_lines(read_committed(kafka_broker, topic, 2), expected)
-    assert prepared_transactions(server) == []
+    assert_same_lines(topic_lines(kafka_broker, topic, 2), expected)
+    assert server.prepared_transactions() == []

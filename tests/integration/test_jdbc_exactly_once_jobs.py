@@ -10,11 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
-from collections import Counter
 
 import driver_kill_job
-import psycopg
 import pytest
 from exactly_once_job import (
     KEYS,
@@ -29,6 +26,7 @@ from exactly_once_job import (
 )
 from lockgate_it_support import BACKENDS
 from process_tree import subtask_hosts
+from sink_readback import new_lines_table, table_lines
 
 from lockgate.common import RestartStrategies, Row
 from lockgate.common.config_options import ConfigurationError
@@ -40,13 +38,6 @@ from lockgate.datastream.connectors.jdbc import (
 )
 
 SPLITS = 2
-
-
-def new_table(server) -> str:
-    table = f"lines_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server.conninfo, autocommit=True) as connection:
-        connection.execute(f"CREATE TABLE {table} (split int, i int, n int)")
-    return table
 
 
 def exactly_once_sink(server, table: str) -> JdbcSink:
@@ -77,20 +68,9 @@ def build(env, server, table: str, trap: Trap | None) -> None:
     )
 
 
-def table_lines(server, table: str) -> Counter:
-    with psycopg.connect(server.conninfo) as connection:
-        rows = connection.execute(f"SELECT split, i, n FROM {table}").fetchall()
-    return Counter(f"{split},{i},{n}" for split, i, n in rows)
-
-
-def prepared_transactions(server) -> list[str]:
-    with psycopg.connect(server.conninfo) as connection:
-        return [gid for (gid,) in connection.execute("SELECT gid FROM pg_prepared_xacts")]
-
-
 @BACKENDS
 def test_failures_at_every_step_leave_each_row_exactly_once(make_env, tmp_path, postgres_server):
-    table = new_table(postgres_server)
+    table = new_lines_table(postgres_server)
     inject = "after-snapshot-before-ack@2,after-metadata-before-commit@3,mid-commit@4"
     env = checkpointed_env(
         make_env,
@@ -104,7 +84,7 @@ def test_failures_at_every_step_leave_each_row_exactly_once(make_env, tmp_path, 
     result = env.execute("jdbc exactly once")
     assert trap.fired() == 2 and result.restarts >= 4, result.restarts
     assert_same_lines(table_lines(postgres_server, table), reference(SPLITS))
-    assert prepared_transactions(postgres_server) == []
+    assert postgres_server.prepared_transactions() == []
 
 
 def test_a_retried_task_without_its_open_transaction_fails_the_job_over(
@@ -113,7 +93,7 @@ def test_a_retried_task_without_its_open_transaction_fails_the_job_over(
     """Checkpoints far apart: each subtask's transaction holds several epochs. A task that
     fails once is retried by Spark in a new instance, which cannot have that transaction:
     the job fails over to the start and writes everything once."""
-    table = new_table(postgres_server)
+    table = new_lines_table(postgres_server)
     env = checkpointed_env(make_env, tmp_path / "checkpoints", SPLITS, interval_ms=600_000)
     trap = Trap(record_in_epoch(3, split=0), tmp_path / "markers", times=1)
     build(env, postgres_server, table, trap)
@@ -122,14 +102,14 @@ def test_a_retried_task_without_its_open_transaction_fails_the_job_over(
     completed = [c for c in result.checkpoints if c.status == "COMPLETED"]
     assert len(completed) == 1, "only the final checkpoint: transactions spanned epochs"
     assert_same_lines(table_lines(postgres_server, table), reference(SPLITS))
-    assert prepared_transactions(postgres_server) == []
+    assert postgres_server.prepared_transactions() == []
 
 
 def test_exactly_once_sink_without_exactly_once_checkpoints_fails_before_the_job(
     make_env, postgres_server
 ):
     env = make_env(SPLITS)
-    table = new_table(postgres_server)
+    table = new_lines_table(postgres_server)
     env.from_collection([Row(0, 1, 1)]).add_sink(exactly_once_sink(postgres_server, table)).uid(
         "orders-out"
     )
@@ -144,7 +124,7 @@ def test_database_crash_and_restart_mid_run_leaves_each_row_exactly_once(
     complete, and comes back a second later: open transactions are gone, prepared ones
     survive; the job retries or fails over until it can write and commit again."""
     server = postgres_server
-    table = new_table(server)
+    table = new_lines_table(server)
     checkpoints = tmp_path / "checkpoints"
     env = checkpointed_env(
         make_env, checkpoints, SPLITS, restart=RestartStrategies.fixed_delay_restart(20, 500)
@@ -171,7 +151,7 @@ def test_database_crash_and_restart_mid_run_leaves_each_row_exactly_once(
     # Whether the job failed over (result.restarts) depends on what the crash interrupted:
     # a batch retried on a new connection, a commit tried again, or a transaction lost
     assert_same_lines(table_lines(server, table), driver_kill_job.reference(SPLITS))
-    assert prepared_transactions(server) == []
+    assert server.prepared_transactions() == []
 
 
 def test_subtask_hosts_killed_mid_run_leave_each_row_exactly_once(
@@ -180,7 +160,7 @@ def test_subtask_hosts_killed_mid_run_leave_each_row_exactly_once(
     """The executor's subtask hosts (where the sink's connections and open transactions
     live) are SIGKILLed mid-run, with checkpoints several epochs apart."""
     server = postgres_server
-    table = new_table(server)
+    table = new_lines_table(server)
     checkpoints = tmp_path / "checkpoints"
     env = checkpointed_env(
         make_env, checkpoints, SPLITS, interval_ms=2000,
@@ -202,7 +182,7 @@ def test_subtask_hosts_killed_mid_run_leave_each_row_exactly_once(
     # Spark retries a task whose host died; a transaction lost with its host fails the job
     # over (result.restarts), which depends on where the kill fell
     assert_same_lines(table_lines(server, table), driver_kill_job.reference(SPLITS))
-    assert prepared_transactions(server) == []
+    assert server.prepared_transactions() == []
 
 
 def kill(pid: int) -> int:

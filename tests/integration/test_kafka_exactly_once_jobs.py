@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections import Counter
 
 import driver_kill_job
 import pytest
@@ -27,6 +26,7 @@ from exactly_once_job import (
 )
 from lockgate_it_support import BACKENDS
 from process_tree import subtask_hosts
+from sink_readback import topic_lines
 
 from lockgate.common import RestartStrategies, WatermarkStrategy
 from lockgate.common.config_options import ConfigurationError
@@ -40,11 +40,6 @@ from lockgate.datastream.connectors.kafka import (
 )
 
 SPLITS = 2
-
-
-def read_committed(broker, topic: str, partitions: int) -> Counter:
-    """Every committed record of ``topic``, read as a read_committed consumer would."""
-    return Counter(value for _, value, _ in broker.read(topic, partitions, committed=True))
 
 
 def exactly_once_sink(broker, topic: str, prefix: str) -> KafkaSink:
@@ -96,7 +91,7 @@ def test_failures_at_every_step_leave_each_record_exactly_once(make_env, tmp_pat
     )
     result = env.execute("kafka exactly once")
     assert trap.fired() == 2 and result.restarts >= 3, result.restarts
-    assert_same_lines(read_committed(kafka_broker, out, 2), reference(SPLITS))
+    assert_same_lines(topic_lines(kafka_broker, out, 2), reference(SPLITS))
     staged = list((tmp_path / "checkpoints").rglob("*.records"))
     assert not staged, f"staged records left behind: {staged[:3]}"
 
@@ -155,4 +150,4 @@ def test_a_broker_restart_or_killed_hosts_mid_run_leave_each_record_exactly_once
     ended = time.monotonic()
     striker.join(timeout=60)
     assert striker.done.is_set() and done[0] < ended, f"no {failure} while the job ran"
-    assert_same_lines(read_committed(kafka_broker, out, 2), driver_kill_job.reference(SPLITS))
+    assert_same_lines(topic_lines(kafka_broker, out, 2), driver_kill_job.reference(SPLITS))

@@ -74,3 +74,21 @@ class PostgresServer:
     @property
     def conninfo(self) -> str:
         return f"host=127.0.0.1 port={self.port} user=test dbname=postgres"
+
+    def execute(self, sql: str) -> None:
+        """Run one statement and commit it."""
+        import psycopg
+
+        with psycopg.connect(self.conninfo, autocommit=True) as connection:
+            connection.execute(sql)
+
+    def query(self, sql: str) -> list[tuple]:
+        """The rows of one statement, run in a transaction of its own."""
+        import psycopg
+
+        with psycopg.connect(self.conninfo) as connection:
+            return connection.execute(sql).fetchall()
+
+    def prepared_transactions(self) -> list[str]:
+        """The gids of the server's prepared transactions."""
+        return [gid for (gid,) in self.query("SELECT gid FROM pg_prepared_xacts")]

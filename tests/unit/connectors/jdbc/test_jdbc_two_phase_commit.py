@@ -80,11 +80,6 @@ def rows_of(server, table: str) -> dict[int, int]:
         return dict(connection.execute(f"SELECT k, n FROM {table}").fetchall())
 
 
-def prepared(server) -> list[str]:
-    with psycopg.connect(server.conninfo) as connection:
-        return [gid for (gid,) in connection.execute("SELECT gid FROM pg_prepared_xacts")]
-
-
 def test_rows_stay_invisible_until_the_driver_commits_the_checkpoint(
     postgres_server, table, tmp_path
 ):
@@ -99,7 +94,7 @@ def test_rows_stay_invisible_until_the_driver_commits_the_checkpoint(
     gid = JdbcCommittable.read(committable).gid
     assert gid == transaction_id(job, UID, 0, "e2-g0t2a2")
     assert rows_of(postgres_server, table) == {}, "rows of an uncommitted checkpoint are visible"
-    assert prepared(postgres_server) == [gid]
+    assert postgres_server.prepared_transactions() == [gid]
     record = StagedFiles.from_json(Storage(str(tmp_path)).read_json("e2/1-0-e2-g0t2a2.json"), "")
     assert record.files == (staged_url(sink.database, gid),), "recorded before it is prepared"
 
@@ -107,7 +102,7 @@ def test_rows_stay_invisible_until_the_driver_commits_the_checkpoint(
     committer.commit(committable)
     committer.commit(committable)  # a restore commits its checkpoint again: nothing changes
     assert rows_of(postgres_server, table) == {1: 2, 2: 1, 3: 1}
-    assert prepared(postgres_server) == []
+    assert postgres_server.prepared_transactions() == []
     subtask.writer.notify_checkpoint_complete(2)
     assert subtask.writer.snapshot_state() == {"committables": [], "open_since": None}
     subtask.writer.close()
@@ -127,7 +122,7 @@ def test_a_later_instance_rolls_back_what_losing_attempts_prepared_before_it(
     lost.writer.connection.close()  # the attempt dies; its prepared transaction stays
     other_subtask = Subtask(sink, Storage(str(tmp_path)), job, index=1)
     other_subtask.epoch(1, [(8, 1)], checkpoint=True)
-    assert len(prepared(postgres_server)) == 2
+    assert len(postgres_server.prepared_transactions()) == 2
 
     later = Subtask(sink, Storage(str(tmp_path)), job)
     done = threading.Event()
@@ -138,7 +133,7 @@ def test_a_later_instance_rolls_back_what_losing_attempts_prepared_before_it(
 
     threading.Thread(target=run_later, daemon=True).start()
     assert done.wait(15), "the later instance waited on the lost attempt's row lock"
-    gids = prepared(postgres_server)
+    gids = postgres_server.prepared_transactions()
     assert transaction_id(job, UID, 0, "e1-g0t1a1") not in gids
     assert transaction_id(job, UID, 0, retry) in gids
     assert transaction_id(job, UID, 1, "e1-g0t1a1") in gids, "another subtask's was touched"
@@ -161,7 +156,7 @@ def test_another_attempt_of_the_same_epoch_is_left_to_the_driver_and_fails_clear
     with pytest.raises(JdbcSinkError, match="key_by the table's key") as failure:
         second.epoch(1, [(7, 1)], checkpoint=True, attempt="e1-g0t1a2")
     assert "uid 'jdbc-sink', subtask 0, epoch 1" in str(failure.value)
-    assert prepared(postgres_server) == [transaction_id(job, UID, 0, "e1-g0t1a1")]
+    assert postgres_server.prepared_transactions() == [transaction_id(job, UID, 0, "e1-g0t1a1")]
     for instance in (first, second):
         instance.writer.close()
 
@@ -190,7 +185,7 @@ def test_a_lost_connection_with_an_open_transaction_fails_naming_the_rows_it_hel
     with pytest.raises(JdbcSinkError, match="rows since epoch 1 is rolled back"):
         subtask.epoch(2, [(3, 1), (4, 1)], checkpoint=True)
     subtask.writer.close()
-    assert rows_of(postgres_server, table) == {} and prepared(postgres_server) == []
+    assert rows_of(postgres_server, table) == {} and postgres_server.prepared_transactions() == []
 
 
 def test_the_driver_aborts_by_name_and_rolls_back_what_lingers_of_its_jobs(
@@ -210,12 +205,12 @@ def test_the_driver_aborts_by_name_and_rolls_back_what_lingers_of_its_jobs(
     assert not committer.may_stage(f"postgresql://{sink.database}#not-ours")
 
     committer.abort_lingering({jobs[0], jobs[1]}, keep={kept})
-    assert sorted(prepared(postgres_server)) == sorted([gids[0], gids[2]]), (
+    assert sorted(postgres_server.prepared_transactions()) == sorted([gids[0], gids[2]]), (
         "a transaction the checkpoint holds, or one of another job, was rolled back"
     )
     committer.abort(staged_url(sink.database, gids[2]))
     committer.abort(staged_url(sink.database, gids[2]))  # gone already: nothing to do
-    assert prepared(postgres_server) == [gids[0]]
+    assert postgres_server.prepared_transactions() == [gids[0]]
 
 
 def test_a_commit_the_database_cannot_take_now_fails_the_job_over(postgres_server, table):
