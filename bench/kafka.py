@@ -37,10 +37,11 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"))
 from kafka_broker import KafkaBroker
+from kafka_events import events_source, feed, fill_topic
 
 from lockgate.common import Configuration, WatermarkStrategy
 from lockgate.common.serialization import SimpleStringSchema
@@ -51,10 +52,8 @@ from lockgate.datastream import (
 )
 from lockgate.datastream.connectors import DeliveryGuarantee
 from lockgate.datastream.connectors.kafka import (
-    KafkaOffsetsInitializer,
     KafkaRecordSerializationSchema,
     KafkaSink,
-    KafkaSource,
 )
 from lockgate.datastream.state import ValueStateDescriptor
 
@@ -92,14 +91,6 @@ def environment(spark, work_dir: str):
 
 
 def build(env, broker, source_topic, out_topic, guarantee, bounded: bool) -> None:
-    builder = (
-        KafkaSource.builder()
-        .set_bootstrap_servers(broker.bootstrap_servers)
-        .set_topics(source_topic)
-        .set_value_only_deserializer(SimpleStringSchema())
-    )
-    if bounded:
-        builder.set_bounded(KafkaOffsetsInitializer.latest())
     sink = (
         KafkaSink.builder()
         .set_bootstrap_servers(broker.bootstrap_servers)
@@ -114,7 +105,11 @@ def build(env, broker, source_topic, out_topic, guarantee, bounded: bool) -> Non
         .build()
     )
     (
-        env.from_source(builder.build(), WatermarkStrategy.no_watermarks(), "events")
+        env.from_source(
+            events_source(broker, source_topic, bounded),
+            WatermarkStrategy.no_watermarks(),
+            "events",
+        )
         .map(parse)
         .key_by(lambda e: e[0])
         .process(Count())
@@ -123,17 +118,7 @@ def build(env, broker, source_topic, out_topic, guarantee, bounded: bool) -> Non
 
 
 def throughput(spark, broker, work_dir, args, guarantee) -> float:
-    source_topic = broker.create_topic(2)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
-    now = int(time.time() * 1000)
-    for i in range(args.events):
-        while True:
-            try:
-                producer.produce(source_topic, f"{i % args.keys},{now}".encode(), partition=i % 2)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    producer.flush(60)
+    source_topic = fill_topic(broker, args.events, args.keys)
     rates = []
     for _ in range(args.runs):
         env = environment(spark, work_dir)
@@ -151,20 +136,10 @@ def latency(spark, broker, work_dir, args, guarantee) -> tuple[float, float, int
     client = env.execute_async("kafka latency")
     total = args.rate * args.seconds
 
-    def feed() -> None:
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 1})
-        started = time.monotonic()
-        for i in range(total):
-            due = started + i / args.rate
-            pause = due - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            sent = int(time.time() * 1000)
-            producer.produce(source_topic, f"{i % args.keys},{sent}".encode(), partition=i % 2)
-            producer.poll(0)
-        producer.flush(60)
-
-    feeder = threading.Thread(target=feed)
+    feeder = threading.Thread(
+        target=feed,
+        args=(broker, source_topic, args.rate, total, args.keys, lambda i, ms: None),
+    )
     feeder.start()
     consumer = Consumer(
         {

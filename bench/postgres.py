@@ -68,14 +68,13 @@ import uuid
 from pathlib import Path
 
 import psycopg
-from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"))
 from kafka_broker import KafkaBroker
+from kafka_events import events_source, feed, fill_topic
 from postgres_server import PostgresServer
 
 from lockgate.common import Configuration, WatermarkStrategy
-from lockgate.common.serialization import SimpleStringSchema
 from lockgate.datastream import (
     CheckpointingMode,
     KeyedProcessFunction,
@@ -87,7 +86,6 @@ from lockgate.datastream.connectors.jdbc import (
     JdbcExecutionOptions,
     JdbcSink,
 )
-from lockgate.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSource
 from lockgate.datastream.state import ValueStateDescriptor
 
 SINKS = ("at_least_once", "exactly_once")
@@ -151,16 +149,12 @@ def jdbc_sink(server, table: str, sink: str, args) -> JdbcSink:
 
 
 def build(env, broker, server, source_topic, table, sink, args, bounded: bool) -> None:
-    builder = (
-        KafkaSource.builder()
-        .set_bootstrap_servers(broker.bootstrap_servers)
-        .set_topics(source_topic)
-        .set_value_only_deserializer(SimpleStringSchema())
-    )
-    if bounded:
-        builder.set_bounded(KafkaOffsetsInitializer.latest())
     (
-        env.from_source(builder.build(), WatermarkStrategy.no_watermarks(), "events")
+        env.from_source(
+            events_source(broker, source_topic, bounded),
+            WatermarkStrategy.no_watermarks(),
+            "events",
+        )
         .map(parse)
         .key_by(lambda e: e[0])
         .process(Count())
@@ -186,18 +180,7 @@ def prepared_transactions(server) -> int:
 
 
 def throughput(spark, broker, server, work_dir, args, sink) -> float:
-    source_topic = broker.create_topic(2)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
-    now = int(time.time() * 1000)
-    for i in range(args.events):
-        key = i % args.keys
-        while True:
-            try:
-                producer.produce(source_topic, f"{key},{now}".encode(), partition=key % 2)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    producer.flush(60)
+    source_topic = fill_topic(broker, args.events, args.keys)
     rates = []
     for _ in range(args.runs):
         table = new_table(server)
@@ -221,22 +204,12 @@ def latency(spark, broker, server, work_dir, args, sink) -> tuple[float, float, 
     sent_at: list[int | None] = [None] * total  # send time (ms) of event i
     seen_at: list[float | None] = [None] * total  # start of the first SELECT that saw it
 
-    def feed() -> None:
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 1})
-        started = time.monotonic()
-        for i in range(total):
-            due = started + i / args.rate
-            pause = due - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            key = i % args.keys
-            sent = int(time.time() * 1000)
-            sent_at[i] = sent
-            producer.produce(source_topic, f"{key},{sent}".encode(), partition=key % 2)
-            producer.poll(0)
-        producer.flush(60)
+    def note_sent(i: int, ms: int) -> None:
+        sent_at[i] = ms
 
-    feeder = threading.Thread(target=feed)
+    feeder = threading.Thread(
+        target=feed, args=(broker, source_topic, args.rate, total, args.keys, note_sent)
+    )
     feeder.start()
     seen_n = [0] * args.keys  # per key, the highest count a SELECT saw
     oldest = 0  # the first event no SELECT saw yet
