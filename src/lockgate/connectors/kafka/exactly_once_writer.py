@@ -16,6 +16,7 @@ from lockgate.connectors.kafka.staged_records import (
     KafkaCommittable,
     write_records,
 )
+from lockgate.core.fs.storage import Storage
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
 
 
@@ -61,10 +62,8 @@ class KafkaExactlyOnceWriter(Operator):
         staging = ctx.staging
         if staging is None:
             raise RuntimeError("Kafka records staged outside an epoch (no staging log)")
-        url = (
-            f"{ctx.sink_files.rstrip('/')}/{DIRECTORY}/{sink_digest(ctx.uid)}/{ctx.index}/"
-            f"{ctx.attempt}{SUFFIX}"
-        )
+        relative = f"{DIRECTORY}/{sink_digest(ctx.uid)}/{ctx.index}/{ctx.attempt}{SUFFIX}"
+        url = Storage(ctx.sink_files).url_of(relative)
         staging.stage(url)  # recorded before it exists
         write_records(url, self.topics, self.keys, self.values)
         assert self.settings.transactional_id_prefix is not None

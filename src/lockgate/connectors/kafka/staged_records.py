@@ -10,6 +10,7 @@ it exists, and deleted once its records are committed, or aborted.
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +56,11 @@ class KafkaCommittable(Record):
 
 
 def write_records(url: str, topics: list[str], keys: list[Any], values: list[Any]) -> None:
+    """Write the records to the new file ``url``. Straight under its name, not through a
+    temporary one: the attempt's staging record names it, so whatever a killed attempt
+    left there is deleted with the rest of what it staged."""
     fs, path = url_to_fs(url)
-    fs.makedirs(fs._parent(path), exist_ok=True)
+    fs.makedirs(posixpath.dirname(path), exist_ok=True)
     table = pa.table([topics, keys, values], schema=_SCHEMA)
     with fs.open(path, "wb") as out, pa.ipc.new_file(out, _SCHEMA) as writer:
         writer.write_table(table)

@@ -14,6 +14,7 @@ from lockgate.connectors.kafka.committer import KafkaCommitter
 from lockgate.connectors.kafka.exactly_once_writer import marker_group, sink_digest
 from lockgate.connectors.kafka.sink import EXACTLY_ONCE, KafkaSinkError, ProducerSettings
 from lockgate.connectors.kafka.staged_records import KafkaCommittable, write_records
+from lockgate.core.fs.storage import Storage
 from lockgate.datastream.connectors.kafka import KafkaRecordSerializationSchema
 
 
@@ -29,9 +30,10 @@ def settings(broker, topic: str, prefix: str) -> ProducerSettings:
 
 def stage(tmp_path, topic, uid, job, epoch, values, generation=0, subtask=0) -> dict:
     attempt = f"e{epoch}-g{generation}t{epoch}a{uuid.uuid4().int % 1000}"
-    url = str(tmp_path / "sink-files" / "kafka" / sink_digest(uid) / str(subtask) / attempt)
-    url += ".records"
-    write_records(url, [topic] * len(values), [None] * len(values), [v.encode() for v in values])
+    relative = f"kafka/{sink_digest(uid)}/{subtask}/{attempt}.records"
+    data = [v.encode() for v in values]
+    url = Storage(str(tmp_path / "sink-files")).url_of(relative)
+    write_records(url, [topic] * len(values), [None] * len(values), data)
     transaction = f"p-{subtask}"
     return KafkaCommittable(
         uid, epoch, generation, url, len(values), transaction, marker_group(transaction, uid, job)
