@@ -132,13 +132,16 @@ def build_job(
     observer=None,
     sink_apart: bool = False,
     source_parallelism: int | None = None,
+    numbers: Any = None,
 ) -> None:
     """``sink_apart``: a rebalance puts the sink in a task of its own instead of chaining it
     to the counting function (the same operators, chained differently).
     ``source_parallelism``: the source's, which is ``splits`` unless given (the source then
-    has ``splits`` chunks only if it starts at that parallelism)."""
-    stream = env.from_collection(records(splits)).set_parallelism(source_parallelism or splits)
-    stream = stream.uid(uids[0])
+    has ``splits`` chunks only if it starts at that parallelism).
+    ``numbers``: the records' stream (a source of ``splits`` splits), a collection's unless
+    given."""
+    stream = numbers or env.from_collection(records(splits))
+    stream = stream.set_parallelism(source_parallelism or splits).uid(uids[0])
     if observer is not None:
         stream = stream.map(observer).uid("observer")
     counts = (

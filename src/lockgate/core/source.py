@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from lockgate.common.records import Minimum, Record
+from lockgate.core.fs.storage import Storage
 
 ASSIGNMENT_FORMAT = "lockgate-split-assignment"
 ASSIGNMENT_VERSION = 1
@@ -117,6 +118,14 @@ class Source(ABC):
     #: ``read`` yields ``(record, timestamp)`` pairs: the timestamp (ms) the record has in
     #: the system it comes from (Kafka's), which a WatermarkStrategy's assigner receives
     timestamped: bool = False
+    #: ``read`` yields records of the stream's declared type already (rows built from typed
+    #: columns), which the subtask then hands on without converting each
+    converts: bool = False
+
+    def prepare(self, directory: Storage) -> None:
+        """On the driver, before the source's first enumerator is created: stage what the
+        readers need (a DataFrame's partitions, written by Spark tasks) under ``directory``,
+        the source's own in the job's work directory, which the job removes when it ends."""
 
     @abstractmethod
     def create_enumerator(self, parallelism: int) -> SplitEnumerator: ...

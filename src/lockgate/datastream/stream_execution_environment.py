@@ -20,6 +20,7 @@ from lockgate.common.type_conversion import declared_type
 from lockgate.common.unsupported import not_supported
 from lockgate.common.watermark_strategy import WatermarkStrategy, check_strategy
 from lockgate.connectors.collection import CollectionSource
+from lockgate.connectors.dataframe.source import DataFrameSource
 from lockgate.connectors.socket import SocketTextSource
 from lockgate.core.source import Source
 from lockgate.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
@@ -270,6 +271,20 @@ class StreamExecutionEnvironment:
         with ``type_info``, each element is converted to it as PyFlink does (tuples become
         ``Row`` for ``Types.ROW_NAMED``, ...)."""
         return self._source(CollectionSource(collection), "Collection Source", type_info)
+
+    def from_dataframe(self, df: Any, type_info: Any = None) -> DataStream:
+        """A bounded stream of a Spark DataFrame's rows, as ``Row``s named by its columns
+        (its schema mapped to ``Types``; ``type_info``, a ``Types.ROW_NAMED``, reads the
+        columns of those names as those types instead). Beyond PyFlink, for Spark users.
+
+        Each partition is a split, read inside Spark tasks (never collected here): when the
+        job starts, a Spark job stages the partitions as Arrow files in the job's work
+        directory, and every epoch reads its range of them. The DataFrame must compute the
+        same rows every time (read from files or tables; not sampled or random), since a
+        resume from a checkpoint stages it again: a plan that is not deterministic is
+        refused, and a resume whose partitions differ from the checkpoint's fails."""
+        source = DataFrameSource(df, type_info)
+        return self._source(source, "DataFrame Source", source.row_type)
 
     def socket_text_stream(
         self, hostname: str, port: int, delimiter: str = "\n", max_retry: int = 0

@@ -50,6 +50,8 @@ class JobContext:
         if settings.checkpoint_dir:
             job_root = Storage(settings.checkpoint_dir).make_private(options.CHECKPOINT_DIR.key)
         state_files = job_root.child("shared") if job_root else work.child("state")
+        for vertex in job.sources:  # before their enumerators, which plan what they stage
+            vertex.head.source.prepare(work.child(f"sources/{vertex.id}"))
         coordinator = CheckpointCoordinator(
             settings.checkpoint,
             settings.job_id,
