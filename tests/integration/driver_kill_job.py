@@ -1,8 +1,9 @@
 """A checkpointed job run as its own driver process by ``test_driver_kill.py`` (not a test).
 
-    python driver_kill_job.py OUT CHECKPOINTS WORK PARALLELISM BACKEND [RECOVERY_PATH]
+    python driver_kill_job.py OUT CHECKPOINTS WORK PARALLELISM BACKEND SOURCE [RECOVERY_PATH]
 
-Split s of the source holds the unique increasing numbers (s, 0), (s, 1), ...; a slow map
+Split s of the source holds the unique increasing numbers (s, 0), (s, 1), ...: a collection's
+(SOURCE ``collection``) or a DataFrame's partition s (``dataframe``, ``from_dataframe``); a slow map
 keeps the job running long enough to be killed mid-run; a keyed stage counts per key in
 ``ValueState``; an exactly-once ``FileSink`` writes ``split,i,count`` lines. Checkpoints
 are taken at every epoch, three are retained, and they are kept when the job does not
@@ -29,6 +30,7 @@ from lockgate.datastream import (
 from lockgate.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from lockgate.datastream.connectors.file_system import BucketAssigner, FileSink
 from lockgate.datastream.state import ValueStateDescriptor
+from lockgate.runtime.jobmaster.spark_session import get_or_create_session
 
 KEYS = 5
 PER_SPLIT = 720
@@ -100,12 +102,22 @@ def environment(
     return env
 
 
-def counted_lines(env: StreamExecutionEnvironment, splits: int, sleep_s: float = SLEEP_S):
+def counted_lines(
+    env: StreamExecutionEnvironment, splits: int, sleep_s: float = SLEEP_S, source: str = ""
+):
     """The numbers, slowed down by ``sleep_s`` each, counted per key: ``split,i,count``
-    lines."""
+    lines. ``source`` ``dataframe``: read from a DataFrame of them, partition s split s."""
+    if source == "dataframe":
+        spark = get_or_create_session(env.get_configuration().to_dict())
+        numbers = env.from_dataframe(
+            spark.range(0, splits * PER_SPLIT, numPartitions=splits).selectExpr(
+                f"id div {PER_SPLIT} as split", f"id % {PER_SPLIT} as i"
+            )
+        )
+    else:
+        numbers = env.from_collection(records(splits))
     return (
-        env.from_collection(records(splits))
-        .set_parallelism(splits)
+        numbers.set_parallelism(splits)
         .uid("numbers")
         .map(Slow(sleep_s))
         .uid("slow")
@@ -125,8 +137,8 @@ def print_result(result) -> None:
 
 
 def main(argv: list[str]) -> None:
-    out, checkpoints, work, parallelism, backend = argv[:5]
-    recovery = argv[5] if len(argv) > 5 else ""
+    out, checkpoints, work, parallelism, backend, source = argv[:6]
+    recovery = argv[6] if len(argv) > 6 else ""
     splits = int(parallelism)
     env = environment(checkpoints, work, splits, backend, recovery)
     sink = (
@@ -134,7 +146,7 @@ def main(argv: list[str]) -> None:
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
         .build()
     )
-    counted_lines(env, splits).sink_to(sink).uid("file-sink")
+    counted_lines(env, splits, source=source).sink_to(sink).uid("file-sink")
     print_result(env.execute("driver kill"))
 
 

@@ -27,13 +27,21 @@ START_TIMEOUT_S = 120  # until two checkpoints exist
 RUN_TIMEOUT_S = 180
 
 
-def start(tmp_path: Path, name: str, parallelism: int, backend: str, recovery: Path | None = None):
+def start(
+    tmp_path: Path,
+    name: str,
+    parallelism: int,
+    backend: str,
+    source: str,
+    recovery: Path | None = None,
+):
     args = [
         str(tmp_path / "out"),
         str(tmp_path / "checkpoints"),
         str(tmp_path / "work"),  # both runs: the second sweeps what the killed one left
         str(parallelism),
         backend,
+        source,
     ]
     if recovery is not None:
         args.append(str(recovery))
@@ -47,8 +55,18 @@ def start(tmp_path: Path, name: str, parallelism: int, backend: str, recovery: P
 def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parallelism, backend):
     """On RocksDB (incremental checkpoints), the new driver's subtasks find no local
     snapshot of the killed run: they download the checkpoint's files."""
+    kill_and_resume(tmp_path, parallelism, backend, "collection")
+
+
+def test_dataframe_job_killed_mid_run_resumes_with_exactly_once_output(tmp_path):
+    """The new run stages the DataFrame again (the killed run's staged partitions go with
+    its work directory) and reads on from the checkpoint's row offsets."""
+    kill_and_resume(tmp_path, 2, "hashmap", "dataframe")
+
+
+def kill_and_resume(tmp_path: Path, parallelism: int, backend: str, source: str) -> None:
     checkpoints = tmp_path / "checkpoints"
-    first, first_log = start(tmp_path, "first", parallelism, backend)
+    first, first_log = start(tmp_path, "first", parallelism, backend, source)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while len(list(checkpoints.glob("*/chk-*/_metadata"))) < 2:
@@ -73,17 +91,20 @@ def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parall
     epochs = PER_SPLIT // MAX_RECORDS
     assert restored_epoch < epochs, "the killed job had already finished its input"
     killed_job = job_dirs[0].name
-    orphans = [
-        tmp_path / "work" / killed_job,
-        tmp_path / "work" / "rocksdb" / f"lockgate-rocksdb-{os.getuid()}" / killed_job,
-    ]
+    orphans = [tmp_path / "work" / killed_job]
+    if backend == "rocksdb":
+        orphans.append(
+            tmp_path / "work" / "rocksdb" / f"lockgate-rocksdb-{os.getuid()}" / killed_job
+        )
+    if source == "dataframe":
+        orphans.append(tmp_path / "work" / killed_job / "sources")  # its staged partitions
     assert all(orphan.is_dir() for orphan in orphans), "the killed run left no directories"
     before = committed_lines(tmp_path / "out")
     expected = reference(parallelism)
     assert 0 < sum(before.values()) < sum(expected.values())
     assert not before - expected, "the killed job committed lines no failure-free run has"
 
-    second, second_log = start(tmp_path, "second", parallelism, backend, recovery=latest)
+    second, second_log = start(tmp_path, "second", parallelism, backend, source, recovery=latest)
     try:
         returncode = second.wait(timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
