@@ -37,6 +37,16 @@ class Committer(ABC):
     def commit(self, committable: Any) -> None:
         """Make the committable's output visible; doing it again changes nothing."""
 
+    def groups(self, committables: list[Any]) -> list[list[Any]]:
+        """A checkpoint's committables cut into the groups that are committed as one (each
+        alone, unless the system commits many at once: a Delta table's one commit)."""
+        return [[committable] for committable in committables]
+
+    def commit_group(self, group: list[Any]) -> None:
+        """Commit one group of ``groups``; doing it again changes nothing."""
+        for committable in group:
+            self.commit(committable)
+
     @abstractmethod
     def may_stage(self, url: str) -> bool:
         """Whether ``url`` names what this sink's writers stage (a hidden file under the
@@ -60,15 +70,14 @@ class Committer(ABC):
 
 class TaskCommitter(Committer):
     """A committer whose commits run in Spark tasks (the driver never handles records):
-    the checkpoint's committables, in groups of one task each."""
+    the checkpoint's committables, in groups of one task each (``commit_group`` runs in a
+    task)."""
 
     @abstractmethod
-    def groups(self, committables: list[Any]) -> list[list[Any]]:
-        """The committables cut into the groups that tasks commit, each as one."""
+    def groups(self, committables: list[Any]) -> list[list[Any]]: ...
 
     @abstractmethod
-    def commit_group(self, group: list[Any]) -> None:
-        """In a task: commit one group; doing it again changes nothing."""
+    def commit_group(self, group: list[Any]) -> None: ...
 
     def commit(self, committable: Any) -> None:
         self.commit_group([committable])

@@ -85,16 +85,16 @@ class CheckpointFinalizer:
         restore commits its checkpoint ``again``, whatever the failure left half done (the
         ``mid-commit`` injection belongs to the first commit, not to that one, and strikes
         after its first commit). A task committer's committables are committed in Spark
-        tasks, a job per committer, in groups of one task each."""
-        units: list[tuple[Committer, list[Any]]] = []  # a committable, or a task's group
-        for_tasks: dict[int, tuple[TaskCommitter, list[Any]]] = {}
+        tasks, a job per committer, in groups of one task each; a driver committer's, by
+        group (``Committer.groups``)."""
+        by_committer: dict[int, tuple[Committer, list[Any]]] = {}
         for committer, committable in self.ctx.state.committables(checkpoint.metadata):
-            if isinstance(committer, TaskCommitter):
-                for_tasks.setdefault(id(committer), (committer, []))[1].append(committable)
-            else:
-                units.append((committer, [committable]))
-        for committer, committables in for_tasks.values():
-            units.extend((committer, group) for group in committer.groups(committables))
+            by_committer.setdefault(id(committer), (committer, []))[1].append(committable)
+        units = [  # what commits as one: a committable, a Delta commit, a task's group
+            (committer, group)
+            for committer, committables in by_committer.values()
+            for group in committer.groups(committables)
+        ]
         injector = self.ctx.injector
         if not again and len(units) > 1 and injector.planned("mid-commit", checkpoint.id):
             self._commit(units[:1])
@@ -108,7 +108,7 @@ class CheckpointFinalizer:
             if isinstance(committer, TaskCommitter):
                 in_tasks.setdefault(id(committer), (committer, []))[1].append(group)
             else:
-                committer.commit(group[0])
+                committer.commit_group(group)
         for committer, groups in in_tasks.values():
             self.commit_in_tasks(committer, groups)
 
