@@ -15,9 +15,16 @@ aborts what losing attempts and undone epochs staged by these names (see
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
+
+
+def sink_digest(uid: str) -> str:
+    """A short, stable name of a sink's uid, for the names of what it stages (transaction
+    ids, application ids), which a uid's characters or length may not fit."""
+    return hashlib.sha256(uid.encode()).hexdigest()[:12]
 
 
 class CommitFailedError(OSError):

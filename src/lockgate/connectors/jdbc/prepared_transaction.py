@@ -11,21 +11,16 @@ before it prepares (see ``core/two_phase_commit.py``).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from lockgate.common.records import Record, RecordFormatError
 from lockgate.connectors.jdbc.sink import JdbcSinkError
+from lockgate.core.two_phase_commit import sink_digest
 
 PREFIX = "lockgate"
 _GID = re.compile(r"lockgate-[0-9a-f]{32}-[0-9a-f]{12}-[0-9]+-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
-
-
-def sink_digest(uid: str) -> str:
-    """The sink's part of its transactions' names (uids can be long and hold anything)."""
-    return hashlib.sha256(uid.encode()).hexdigest()[:12]
 
 
 def job_prefix(job_id: str) -> str:

@@ -5,7 +5,6 @@ open between epochs: a subtask that moves or whose task is retried loses nothing
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ from lockgate.connectors.kafka.staged_records import (
     write_records,
 )
 from lockgate.core.fs.storage import Storage
+from lockgate.core.two_phase_commit import sink_digest
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
 
 
@@ -29,10 +29,6 @@ def marker_group(transactional_id: str, uid: str, job_id: str) -> str:
     """The consumer group whose offset marks the last epoch a job's commits of a sink's
     ``transactional_id`` produced (of the job: another job's epochs are others)."""
     return f"lockgate-commits-{transactional_id}-{sink_digest(uid)}-{job_id}"
-
-
-def sink_digest(uid: str) -> str:
-    return hashlib.sha256(uid.encode()).hexdigest()[:12]
 
 
 class KafkaExactlyOnceWriter(Operator):

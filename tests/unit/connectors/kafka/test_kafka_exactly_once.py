@@ -11,10 +11,11 @@ import pytest
 
 from lockgate.common.serialization import SimpleStringSchema
 from lockgate.connectors.kafka.committer import KafkaCommitter
-from lockgate.connectors.kafka.exactly_once_writer import marker_group, sink_digest
+from lockgate.connectors.kafka.exactly_once_writer import marker_group
 from lockgate.connectors.kafka.sink import EXACTLY_ONCE, KafkaSinkError, ProducerSettings
 from lockgate.connectors.kafka.staged_records import KafkaCommittable, write_records
 from lockgate.core.fs.storage import Storage
+from lockgate.core.two_phase_commit import sink_digest
 from lockgate.datastream.connectors.kafka import KafkaRecordSerializationSchema
 
 
