@@ -34,7 +34,6 @@ PAGE_SIZE = "parquet.page.size"
 DICTIONARY_PAGE_SIZE = "parquet.dictionary.page.size"
 ENABLE_DICTIONARY = "parquet.enable.dictionary"
 ZSTD_LEVEL = "parquet.compression.codec.zstd.level"
-PAGE_CHECKSUM = "parquet.page.write-checksum.enabled"
 
 #: every key honoured, with what it means (the error for an unknown key lists them)
 KEYS = {
@@ -44,7 +43,6 @@ KEYS = {
     DICTIONARY_PAGE_SIZE: "dictionary page size limit in bytes",
     ENABLE_DICTIONARY: "dictionary encoding: true or false",
     ZSTD_LEVEL: "ZSTD compression level, 1 to 22",
-    PAGE_CHECKSUM: "CRC checksums of the data pages: true or false",
 }
 
 
@@ -62,7 +60,6 @@ class ParquetWriterSettings:
     dictionary_page_size: int = 1024 * 1024
     enable_dictionary: bool = True
     zstd_level: int | None = None
-    page_checksum: bool = False
     #: SQL_TIMESTAMP values are UTC (True) or the writing process's local time (False)
     utc_timestamp: bool = False
 
@@ -99,7 +96,6 @@ class ParquetWriterSettings:
             ),
             enable_dictionary=_boolean(entries, ENABLE_DICTIONARY, defaults.enable_dictionary),
             zstd_level=level,
-            page_checksum=_boolean(entries, PAGE_CHECKSUM, defaults.page_checksum),
             utc_timestamp=bool(utc_timestamp),
         )
 
@@ -112,7 +108,6 @@ class ParquetWriterSettings:
             "data_page_size": self.page_size,
             "dictionary_pagesize_limit": self.dictionary_page_size,
             "use_dictionary": self.enable_dictionary,
-            "write_page_checksum": self.page_checksum,
         }
 
 
