@@ -1,7 +1,8 @@
 """How records become bytes and back, with PyFlink's names: ``Encoder`` for row-format file
-sinks, ``SerializationSchema`` and ``DeserializationSchema`` for connectors that move bytes
-(Kafka). A schema is a plain Python object that a Spark task calls; write your own by
-subclassing and overriding ``serialize`` or ``deserialize``."""
+sinks, ``BulkWriterFactory`` for bulk-format ones (Parquet), ``SerializationSchema`` and
+``DeserializationSchema`` for connectors that move bytes (Kafka). A schema is a plain Python
+object that a Spark task calls; write your own by subclassing and overriding ``serialize`` or
+``deserialize``."""
 
 from __future__ import annotations
 
