@@ -25,6 +25,7 @@ from exactly_once_job import (
 from lockgate_it_support import BACKENDS, matrix
 
 from lockgate.common import Configuration, RestartStrategies, Row, Types
+from lockgate.connectors.parquet.footers import ParquetOutputError
 from lockgate.datastream.connectors.file_system import (
     BucketAssigner,
     FileSink,
@@ -177,3 +178,14 @@ def test_a_record_not_matching_the_row_type_fails_the_job_naming_it(make_env, tm
     message = str(info.value)
     for part in ("uid 'parquet-sink'", "subtask 0/1", "epoch 1", "'seven'", "Long"):
         assert part in message, message
+
+
+def test_existing_files_of_another_schema_fail_the_job_before_its_first_epoch(
+    make_env, spark, tmp_path
+):
+    out = tmp_path / "out"
+    spark.createDataFrame([("a", 1)], "split STRING, i BIGINT").write.parquet(str(out))
+    env = make_env(parallelism=1)
+    env.from_collection([1]).map(AsRow(), output_type=ROW_TYPE).sink_to(parquet_sink(out))
+    with pytest.raises(ParquetOutputError, match=r"part-00000-.*\.parquet.*column 'split'"):
+        env.execute("existing files")
