@@ -76,7 +76,6 @@ class ParquetRows:
 
     def __init__(self, row_type: RowTypeInfo, settings: ParquetWriterSettings, where: str):
         self.settings = settings
-        self.where = where
         converter = record_converter(check_row_type(row_type, settings, where))
         assert converter is not None
         self.convert = converter
