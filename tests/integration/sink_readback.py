@@ -1,10 +1,19 @@
 """What the exactly-once sink tests write and read back: ``split,i,count`` lines as rows of a
-PostgreSQL table and as records of a Kafka topic (not a test module)."""
+PostgreSQL table, as records of a Kafka topic and as rows of Parquet files (not a test
+module)."""
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from lockgate.common import Types
+
+#: a line as a row
+LINE_ROW = Types.ROW_NAMED(["split", "i", "n"], [Types.INT(), Types.LONG(), Types.LONG()])
 
 
 def new_lines_table(server) -> str:
@@ -21,3 +30,10 @@ def table_lines(server, table: str) -> Counter:
 def topic_lines(broker, topic: str, partitions: int) -> Counter:
     """Every committed record of ``topic``, as a read_committed consumer reads them."""
     return Counter(value for _, value, _ in broker.read(topic, partitions, committed=True))
+
+
+def parquet_lines(path: Path) -> Counter:
+    """Every row of the committed Parquet files under ``path`` (pyarrow skips hidden ones)."""
+    if not path.exists() or not any(path.iterdir()):
+        return Counter()
+    return Counter(f"{r['split']},{r['i']},{r['n']}" for r in pq.read_table(path).to_pylist())

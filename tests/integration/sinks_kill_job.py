@@ -1,13 +1,14 @@
-"""``driver_kill_job``'s counting job writing each line exactly once to PostgreSQL and to
-Kafka, run as its own driver process by ``test_exactly_once_sinks_driver_kill.py`` (not a
-test).
+"""``driver_kill_job``'s counting job writing each line exactly once to PostgreSQL, to
+Kafka and to Parquet files, run as its own driver process by
+``test_exactly_once_sinks_driver_kill.py`` (not a test).
 
-    python sinks_kill_job.py JDBC_URL TABLE BOOTSTRAP TOPIC CHECKPOINTS WORK PARALLELISM
-        KILL SLEEP_S [RECOVERY]
+    python sinks_kill_job.py JDBC_URL TABLE BOOTSTRAP TOPIC PARQUET CHECKPOINTS WORK
+        PARALLELISM KILL SLEEP_S [RECOVERY]
 
-Each line is a plain INSERT into TABLE (split, i, n) (a row written twice stays twice) and
-a record of TOPIC. KILL is ``lockgate.testing.kill-driver`` ('' for none); SLEEP_S slows
-each record down (0 when the job is not killed from outside).
+Each line is a plain INSERT into TABLE (split, i, n) (a row written twice stays twice), a
+record of TOPIC and a row of the Parquet files under the directory PARQUET. KILL is
+``lockgate.testing.kill-driver`` ('' for none); SLEEP_S slows each record down (0 when the
+job is not killed from outside).
 """
 
 from __future__ import annotations
@@ -15,26 +16,30 @@ from __future__ import annotations
 import sys
 
 from driver_kill_job import counted_lines, environment, print_result
+from sink_readback import LINE_ROW
 
 from lockgate.common import Row
 from lockgate.common.serialization import SimpleStringSchema
 from lockgate.datastream.connectors import DeliveryGuarantee
+from lockgate.datastream.connectors.file_system import BucketAssigner, FileSink
 from lockgate.datastream.connectors.jdbc import (
     JdbcConnectionOptions,
     JdbcExecutionOptions,
     JdbcSink,
 )
 from lockgate.datastream.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
+from lockgate.datastream.formats.parquet import ParquetBulkWriters
 
 
 def main(argv: list[str]) -> None:
-    url, table, bootstrap, topic, checkpoints, work, parallelism, kill, sleep_s = argv[:9]
-    recovery = argv[9] if len(argv) > 9 else ""
+    url, table, bootstrap, topic, parquet, checkpoints, work, parallelism, kill, sleep_s = argv[:10]
+    recovery = argv[10] if len(argv) > 10 else ""
     splits = int(parallelism)
     settings = {"lockgate.testing.kill-driver": kill} if kill else {}
     env = environment(checkpoints, work, splits, "hashmap", recovery, settings)
     lines = counted_lines(env, splits, float(sleep_s))
-    lines.map(lambda line: Row(*(int(x) for x in line.split(",")))).uid("to-row").add_sink(
+    rows = lines.map(lambda line: Row(*(int(x) for x in line.split(","))), LINE_ROW).uid("to-row")
+    rows.add_sink(
         JdbcSink.exactly_once_sink(
             f"INSERT INTO {table} (split, i, n) VALUES (?, ?, ?)",
             None,
@@ -58,6 +63,11 @@ def main(argv: list[str]) -> None:
         )
         .build()
     ).uid("kafka")
+    rows.sink_to(
+        FileSink.for_bulk_format(parquet, ParquetBulkWriters.for_row_type(LINE_ROW))
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    ).uid("parquet")
     print_result(env.execute("exactly-once sinks, driver kill"))
 
 

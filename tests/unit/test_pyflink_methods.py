@@ -141,12 +141,6 @@ def _file_source():
     return FileSource
 
 
-def _file_sink():
-    from lockgate.datastream.connectors.file_system import FileSink
-
-    return FileSink
-
-
 def _runtime_context():
     from lockgate.runtime.subtaskhost.context import SubtaskRuntimeContext
 
@@ -202,7 +196,6 @@ NOT_SUPPORTED = [
     ("FileSourceBuilder.set_file_enumerator", _file_source_builder, (None,)),
     ("FileSourceBuilder.set_split_assigner", _file_source_builder, (None,)),
     ("FileSource.for_bulk_file_format", _file_source, (None, "/data")),
-    ("FileSink.for_bulk_format", _file_sink, ("/out", None)),
     ("EmbeddedRocksDBStateBackend.set_options", _rocksdb, ("org.example.Options",)),
     ("RuntimeContext.get_metrics_group", _runtime_context, ()),
 ]

@@ -1,7 +1,8 @@
 """How records become bytes and back, with PyFlink's names: ``Encoder`` for row-format file
-sinks, ``SerializationSchema`` and ``DeserializationSchema`` for connectors that move bytes
-(Kafka). A schema is a plain Python object that a Spark task calls; write your own by
-subclassing and overriding ``serialize`` or ``deserialize``."""
+sinks, ``BulkWriterFactory`` for bulk-format ones (Parquet), ``SerializationSchema`` and
+``DeserializationSchema`` for connectors that move bytes (Kafka). A schema is a plain Python
+object that a Spark task calls; write your own by subclassing and overriding ``serialize`` or
+``deserialize``."""
 
 from __future__ import annotations
 
@@ -76,10 +77,37 @@ class ByteArraySchema(SerializationSchema, DeserializationSchema):
         return message
 
 
+class BulkWriter:
+    """Writes the records of one part file of a bulk-format ``FileSink`` (Flink's
+    ``BulkWriter``): a file of a format that is complete only when finished (Parquet writes
+    its footer last), so a part file rolls only when a checkpoint is taken."""
+
+    def add_element(self, element: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must override add_element(element)")
+
+    def finish(self) -> None:
+        """Write what is buffered and complete the file; the stream is closed by the sink."""
+        raise NotImplementedError(f"{type(self).__name__} must override finish()")
+
+
+class BulkWriterFactory:
+    """Creates the ``BulkWriter`` of each part file of ``FileSink.for_bulk_format`` (Flink's
+    ``BulkWriter.Factory``); ``ParquetBulkWriters.for_row_type`` gives one. A factory is
+    shipped to the tasks that write the part files."""
+
+    #: the part file suffix when the sink is given no ``OutputFileConfig``
+    default_part_suffix = ""
+
+    def create(self, stream: Any) -> BulkWriter:
+        """The writer of one part file into ``stream`` (a binary file object)."""
+        raise NotImplementedError(f"{type(self).__name__} must override create(stream)")
+
+    def check_output(self, base_path: str, part_suffix: str) -> None:
+        """Refuse, on the driver before the job starts, a base path whose files this format
+        cannot write next to (Parquet: files of another schema)."""
+
+
 _SCHEMAS = "FileSource with a StreamFormat to read, FileSink with an Encoder to write"
-BulkWriterFactory = unsupported(
-    "BulkWriterFactory", "FileSink.for_row_format with an Encoder", __name__
-)
 RowFieldExtractorSchema = unsupported("RowFieldExtractorSchema", _SCHEMAS, __name__)
 
 __all__ = [

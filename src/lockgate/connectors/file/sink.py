@@ -1,5 +1,6 @@
-"""``FileSink``'s row-format sink as the job graph holds it: records encoded to part files
-under a base path, per bucket.
+"""``FileSink`` as the job graph holds it: records written to part files under a base path,
+per bucket, in a row format (an ``Encoder``) or a bulk format (a ``BulkWriterFactory``, such
+as Parquet's): ``part_format.py``.
 
 Records go to hidden in-progress files (``.part-...inprogress.<id>``) so readers of the
 directory never see partial output. At the end of every epoch each in-progress file is
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from fsspec.core import url_to_fs
+
+from lockgate.connectors.file.part_format import PartFormat
 
 _JAVA_PATTERN = (
     ("yyyy", "%Y"),
@@ -53,13 +55,15 @@ class BucketAssigner:
 @dataclass(frozen=True)
 class FileSinkSettings:
     base_path: str
-    encoder: Any
+    part_format: PartFormat
     part_prefix: str = "part"
     part_suffix: str = ""
     part_size: int = 128 * 1024 * 1024
     bucket_assigner: BucketAssigner = BucketAssigner("yyyy-MM-dd--HH")
 
     def validate(self) -> None:
+        """On the driver before the job: the base path is writable, and holds nothing the
+        format cannot write next to."""
         fs, root = url_to_fs(self.base_path)
         probe = f"{root.rstrip('/')}/.lockgate-probe-{uuid.uuid4().hex}"
         try:
@@ -70,3 +74,4 @@ class FileSinkSettings:
             raise SinkError(
                 f"FileSink base path is not writable: {self.base_path} ({exc})"
             ) from exc
+        self.part_format.check_output(self.base_path, self.part_suffix)

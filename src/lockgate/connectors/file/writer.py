@@ -1,5 +1,6 @@
-"""The FileSink's writer in a subtask host: records encoded into hidden in-progress part files,
-rolled into pending parts at the end of every epoch (the pre-commit).
+"""The FileSink's writer in a subtask host: records written into hidden in-progress part files
+(by the sink's row or bulk format), rolled into pending parts at the end of every epoch (the
+pre-commit).
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ from zoneinfo import ZoneInfo
 from fsspec.core import url_to_fs
 
 from lockgate.connectors.file.committable import PartCommittable, commit_part
+from lockgate.connectors.file.part_format import PartWriter
 from lockgate.connectors.file.sink import FileSinkSettings
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
 
 
 class _PartFile:
-    __slots__ = ("final", "handle", "path", "size")
+    __slots__ = ("final", "path", "write", "writer")
 
-    def __init__(self, handle: Any, path: str, final: str):
-        self.handle = handle
+    def __init__(self, writer: PartWriter, path: str, final: str):
+        self.writer = writer
+        self.write = writer.write
         self.path = path
         self.final = final
-        self.size = 0
 
 
 class FileSinkWriter(Operator):
@@ -41,7 +43,7 @@ class FileSinkWriter(Operator):
         self.settings = settings
         self.fs, root = url_to_fs(settings.base_path)
         self.root = root.rstrip("/")
-        self.encode = settings.encoder.encode
+        self.part_format = settings.part_format
         self.writer_id = str(uuid.uuid4())  # new per instance: names never repeat
         self.next_part = 0
         self.open_files: dict[str, _PartFile] = {}
@@ -88,30 +90,32 @@ class FileSinkWriter(Operator):
             raise RuntimeError("a FileSink part file opened outside an epoch (no staging log)")
         staging.stage(self.fs.unstrip_protocol(path))  # recorded before it exists
         self.fs.makedirs(directory, exist_ok=True)
-        part = _PartFile(
-            self.fs.open(path, "wb"), path, f"{directory}/{name}{settings.part_suffix}"
-        )
+        writer = self.part_format.open(self.fs.open(path, "wb"))
+        part = _PartFile(writer, path, f"{directory}/{name}{settings.part_suffix}")
         self.open_files[bucket] = part
         return part
 
     def process(self, value: Any) -> None:
-        try:
-            data = self.encode(value)
-        except Exception as exc:
-            raise self.failure(exc, value, "the FileSink encoder") from exc
         bucket = self._current_bucket()
         part = self.open_files.get(bucket) or self._open(bucket)
-        part.handle.write(data)
-        part.size += len(data)
-        if part.size >= self.settings.part_size:
+        try:
+            size = part.write(value)
+        except Exception as exc:
+            raise self.failure(exc, value, self.part_format.what) from exc
+        if size >= self.settings.part_size:
             self._roll(bucket)
 
     def _roll(self, bucket: str) -> None:
         part = self.open_files.pop(bucket)
-        part.handle.close()
+        try:
+            size = part.writer.close()
+        except Exception as exc:
+            raise self.failure(
+                exc, what=f"{self.part_format.what}, completing {part.path}"
+            ) from exc
         unstrip = self.fs.unstrip_protocol
         self.pending.append(
-            PartCommittable(self.ctx.epoch, unstrip(part.path), unstrip(part.final), part.size)
+            PartCommittable(self.ctx.epoch, unstrip(part.path), unstrip(part.final), size)
         )
 
     def end_epoch(self) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from lockgate.common.serialization import Encoder
+from lockgate.common.serialization import BulkWriterFactory, Encoder
 from lockgate.common.time import Duration
 from lockgate.common.unsupported import not_supported, unsupported
 from lockgate.connectors.file.committer import FileCommitter
+from lockgate.connectors.file.part_format import BulkPartFormat, PartFormat, RowPartFormat
 from lockgate.connectors.file.sink import BucketAssigner as SinkBuckets
 from lockgate.connectors.file.sink import FileSinkSettings
 from lockgate.connectors.file.source import TextLineFileSource
@@ -121,12 +122,21 @@ class RollingPolicy:
         part_size: int = 1024 * 1024 * 128,
         rollover_interval: int = 60 * 1000,
         inactivity_interval: int = 60 * 1000,
-    ) -> RollingPolicy:
-        return RollingPolicy(part_size, rollover_interval, inactivity_interval)
+    ) -> DefaultRollingPolicy:
+        return DefaultRollingPolicy(part_size, rollover_interval, inactivity_interval)
 
     @staticmethod
-    def on_checkpoint_rolling_policy() -> RollingPolicy:
-        return RollingPolicy(1 << 62, 1 << 62, 1 << 62)
+    def on_checkpoint_rolling_policy() -> OnCheckpointRollingPolicy:
+        return OnCheckpointRollingPolicy(1 << 62, 1 << 62, 1 << 62)
+
+
+class DefaultRollingPolicy(RollingPolicy):
+    """Rolls at every epoch end and when a part file reaches ``part_size``."""
+
+
+class OnCheckpointRollingPolicy(RollingPolicy):
+    """Rolls only at the end of each epoch (Flink: on every checkpoint); the only policy of
+    bulk formats, whose files are complete only when closed."""
 
 
 class BucketAssigner:
@@ -147,7 +157,8 @@ class BucketAssigner:
 
 
 class FileSink:
-    """Writes records as lines (via an ``Encoder``) to part files under a base path."""
+    """Writes records to part files under a base path: as lines of an ``Encoder``
+    (``for_row_format``) or in a bulk format such as Parquet (``for_bulk_format``)."""
 
     name = "FileSink"
 
@@ -167,15 +178,22 @@ class FileSink:
         return FileSink.RowFormatBuilder(str(base_path), encoder)
 
     @staticmethod
-    def for_bulk_format(base_path: str, writer_factory: Any) -> NoReturn:
-        not_supported(
-            "FileSink.for_bulk_format",
-            "FileSink.for_row_format(base_path, Encoder.simple_string_encoder())",
-        )
+    def for_bulk_format(
+        base_path: str, writer_factory: BulkWriterFactory
+    ) -> FileSink.BulkFormatBuilder:
+        """Part files of a bulk format (``ParquetBulkWriters.for_row_type(...)``), rolled at
+        every epoch end; named ``<prefix>-<writer>-<n><suffix>`` with the factory's suffix
+        (``.parquet`` for Parquet) unless an ``OutputFileConfig`` says otherwise."""
+        if not isinstance(writer_factory, BulkWriterFactory):
+            raise TypeError(
+                "FileSink.for_bulk_format needs a BulkWriterFactory (such as "
+                f"ParquetBulkWriters.for_row_type(...)), got {writer_factory!r}"
+            )
+        return FileSink.BulkFormatBuilder(str(base_path), writer_factory)
 
     def get_transformer(self) -> None:
-        """None: lockgate's FileSink transforms no stream before it (PyFlink's does for
-        bulk formats of Rows)."""
+        """None: lockgate's FileSink transforms no stream before it (PyFlink's turns Rows
+        into Java's RowData for bulk formats; lockgate's Parquet writer takes the Rows)."""
         return None
 
     class RowFormatBuilder:
@@ -183,7 +201,7 @@ class FileSink:
             self._base_path = base_path
             self._encoder = encoder
             self._output = OutputFileConfig()
-            self._rolling = RollingPolicy.default_rolling_policy()
+            self._rolling: RollingPolicy = RollingPolicy.default_rolling_policy()
             self._buckets = BucketAssigner.date_time_bucket_assigner()
 
         def with_output_file_config(self, config: OutputFileConfig) -> FileSink.RowFormatBuilder:
@@ -202,16 +220,73 @@ class FileSink:
             return self
 
         def build(self) -> FileSink:
-            return FileSink(
-                FileSinkSettings(
-                    self._base_path,
-                    self._encoder,
-                    self._output.part_prefix,
-                    self._output.part_suffix,
-                    self._rolling.part_size,
-                    self._buckets._assigner,
-                )
+            return _file_sink(
+                self._base_path,
+                RowPartFormat(self._encoder),
+                self._output,
+                self._rolling,
+                self._buckets,
             )
+
+    class BulkFormatBuilder:
+        def __init__(self, base_path: str, writer_factory: BulkWriterFactory):
+            self._base_path = base_path
+            self._factory = writer_factory
+            self._output = OutputFileConfig(part_suffix=writer_factory.default_part_suffix)
+            self._buckets = BucketAssigner.date_time_bucket_assigner()
+
+        def with_output_file_config(self, config: OutputFileConfig) -> FileSink.BulkFormatBuilder:
+            self._output = config
+            return self
+
+        def with_rolling_policy(
+            self, policy: OnCheckpointRollingPolicy
+        ) -> FileSink.BulkFormatBuilder:
+            """Only the on-checkpoint policy, as in Flink: a bulk part file is complete only
+            when closed, so it rolls at every epoch end and nowhere else."""
+            if not isinstance(policy, OnCheckpointRollingPolicy):
+                raise ValueError(
+                    f"a bulk-format FileSink rolls its part files on checkpoints only, as "
+                    f"Flink's: rolling_policy must be RollingPolicy.on_checkpoint_rolling_policy()"
+                    f", got {policy!r}"
+                )
+            return self
+
+        def with_bucket_assigner(self, assigner: BucketAssigner) -> FileSink.BulkFormatBuilder:
+            self._buckets = assigner
+            return self
+
+        def with_bucket_check_interval(self, interval: int) -> FileSink.BulkFormatBuilder:
+            """Accepted: a part file of an old bucket closes at the epoch end anyway."""
+            return self
+
+        def build(self) -> FileSink:
+            return _file_sink(
+                self._base_path,
+                BulkPartFormat(self._factory),
+                self._output,
+                RollingPolicy.on_checkpoint_rolling_policy(),
+                self._buckets,
+            )
+
+
+def _file_sink(
+    base_path: str,
+    part_format: PartFormat,
+    output: OutputFileConfig,
+    rolling: RollingPolicy,
+    buckets: BucketAssigner,
+) -> FileSink:
+    return FileSink(
+        FileSinkSettings(
+            base_path,
+            part_format,
+            output.part_prefix,
+            output.part_suffix,
+            rolling.part_size,
+            buckets._assigner,
+        )
+    )
 
 
 FileCompactor = unsupported(
