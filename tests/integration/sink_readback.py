@@ -1,6 +1,6 @@
 """What the exactly-once sink tests write and read back: ``split,i,count`` lines as rows of a
-PostgreSQL table, as records of a Kafka topic and as rows of Parquet files (not a test
-module)."""
+PostgreSQL table, as records of a Kafka topic, as rows of Parquet files and of a Delta table
+(not a test module)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from lockgate.common import Types
+from lockgate.common import Row, Types
 
 #: a line as a row
 LINE_ROW = Types.ROW_NAMED(["split", "i", "n"], [Types.INT(), Types.LONG(), Types.LONG()])
+
+
+def line_row(line: str) -> Row:
+    """A ``split,i,count`` line as a row of ``LINE_ROW``."""
+    return Row(*(int(x) for x in line.split(",")))
 
 
 def new_lines_table(server) -> str:
@@ -37,3 +42,13 @@ def parquet_lines(path: Path) -> Counter:
     if not path.exists() or not any(path.iterdir()):
         return Counter()
     return Counter(f"{r['split']},{r['i']},{r['n']}" for r in pq.read_table(path).to_pylist())
+
+
+def delta_lines(path: Path) -> Counter:
+    """Every row of the Delta table at ``path``, as delta-rs reads its latest version."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(str(path)):
+        return Counter()
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    return Counter(f"{r['split']},{r['i']},{r['n']}" for r in rows)

@@ -13,7 +13,7 @@ import pytest
 from driver_process import completed_checkpoints, kill_group, log_tail, start_driver
 from exactly_once_job import assert_same_lines
 from lockgate_it_support import FULL
-from sink_readback import new_lines_table, parquet_lines, table_lines, topic_lines
+from sink_readback import delta_lines, new_lines_table, parquet_lines, table_lines, topic_lines
 
 SCRIPT = Path(__file__).with_name("sinks_kill_job.py")
 SPLITS = 2
@@ -31,18 +31,19 @@ def test_killed_driver_resumes_with_each_line_exactly_once_in_every_sink(
 ):
     """With ``after-metadata-before-commit@3`` the driver dies once checkpoint 3 is complete
     and before its commits: its PostgreSQL transactions stay prepared, its Kafka records
-    staged and its Parquet parts pending, none of it visible; the resumed job, restoring
-    checkpoint 3, commits them."""
+    staged, its Parquet parts pending and its Delta data files out of the table's log, none
+    of it visible; the resumed job, restoring checkpoint 3, commits them."""
     server = postgres_server
     table = new_lines_table(server)
     topic = kafka_broker.create_topic(2)
     checkpoints = tmp_path / "checkpoints"
     parquet = tmp_path / "parquet"
+    delta = tmp_path / "delta"
 
     def args(kill: str, sleep_s: float, *recovery: Path) -> list[str]:
         return [server.url, table, kafka_broker.bootstrap_servers, topic, str(parquet),
-                str(checkpoints), str(tmp_path / "work"), str(SPLITS), kill, str(sleep_s),
-                *map(str, recovery)]  # fmt: skip
+                str(delta), str(checkpoints), str(tmp_path / "work"), str(SPLITS), kill,
+                str(sleep_s), *map(str, recovery)]  # fmt: skip
 
     sleep_s = 0 if kill else driver_kill_job.SLEEP_S  # slow enough to be killed mid-run
     first, first_log = start_driver(tmp_path, "first", SCRIPT, args(kill, sleep_s))
@@ -65,6 +66,7 @@ def test_killed_driver_resumes_with_each_line_exactly_once_in_every_sink(
         table_lines(server, table),
         topic_lines(kafka_broker, topic, 2),
         parquet_lines(parquet),
+        delta_lines(delta),
     )
     for before in outputs:
         assert sum(before.values()) < sum(expected.values()) and not before - expected
@@ -83,5 +85,6 @@ def test_killed_driver_resumes_with_each_line_exactly_once_in_every_sink(
     assert_same_lines(table_lines(server, table), expected)
     assert_same_lines(topic_lines(kafka_broker, topic, 2), expected)
     assert_same_lines(parquet_lines(parquet), expected)
+    assert_same_lines(delta_lines(delta), expected)
     assert not list(parquet.glob(".*")), "a Parquet part was left hidden"
     assert server.prepared_transactions() == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -111,11 +111,23 @@ class ParquetRows:
         return "a row of the batch"
 
 
+class RowBatches(Protocol):
+    """What a ``ParquetFileWriter`` makes of rows: ``ParquetRows``, or a Delta table's rows
+    without their partition columns."""
+
+    settings: ParquetWriterSettings
+    schema: pa.Schema
+
+    def convert(self, row: Any) -> Row: ...
+
+    def batch(self, rows: Sequence[Row]) -> pa.RecordBatch: ...
+
+
 class ParquetFileWriter:
     """Writes one Parquet file into a binary stream; the file is complete once ``close``
     returns (Parquet writes its footer last). The stream stays open: its owner closes it."""
 
-    def __init__(self, stream: Any, rows: ParquetRows):
+    def __init__(self, stream: Any, rows: RowBatches):
         self._rows = rows
         self._convert = rows.convert
         self._pending: list[Row] = []
