@@ -65,7 +65,7 @@ def test_records_come_once_and_in_order_across_epochs(tmp_path, max_records):
     epochs = read_epochs(csv_source(people_with_header(), path), 1, max_records)
     assert flat(epochs) == PEOPLE_ROWS
     assert all(len(epoch) <= max_records for epoch in epochs)
-    assert [row.as_dict() for row in flat(epochs)][0] == {
+    assert flat(epochs)[0].as_dict() == {
         "id": 1,
         "name": "two\nlines",
         "tags": ["a", "b"],

@@ -114,7 +114,7 @@ def test_a_file_that_does_not_fit_the_row_type_is_refused_before_reading(tmp_pat
     )
     (tmp_path / "not.parquet").write_text("hello")
     (tmp_path / "bad.parquet").unlink()
-    with pytest.raises(SourceError, match="cannot read .*not.parquet: "):
+    with pytest.raises(SourceError, match=r"cannot read .*not\.parquet: "):
         source.validate()
 
 
@@ -166,7 +166,7 @@ def test_timestamps_with_a_zone_read_as_utc_or_local_wall_clock(tmp_path, monkey
 
 
 def test_settings_that_cannot_take_effect_are_refused():
-    with pytest.raises(ValueError, match="takes no Hadoop configuration; got fs.defaultFS"):
+    with pytest.raises(ValueError, match=r"takes no Hadoop configuration; got fs\.defaultFS"):
         ParquetColumnarRowInputFormat(
             ROW, hadoop_config=Configuration().set_string("fs.defaultFS", "hdfs://nn")
         )
