@@ -77,7 +77,8 @@ def test_a_schema_maps_back_to_the_row_type() -> None:
             Types.LIST(Types.STRING()),
             Types.MAP(Types.STRING(), Types.INT()),
             Types.ROW_NAMED(
-                ["a", "b"], [Types.INT(), Types.ROW_NAMED(["f0", "f1"], [Types.STRING(), Types.LONG()])]
+                ["a", "b"],
+                [Types.INT(), Types.ROW_NAMED(["f0", "f1"], [Types.STRING(), Types.LONG()])],
             ),
             Types.INSTANT(),
             Types.SQL_DATE(),
@@ -89,7 +90,7 @@ def test_a_schema_maps_back_to_the_row_type() -> None:
 
 
 def test_pickled_fields_have_no_column_type() -> None:
-    with pytest.raises(ArrowTypeError, match="field 'x'.*PICKLED_BYTE_ARRAY"):
+    with pytest.raises(ArrowTypeError, match=r"field 'x'.*PICKLED_BYTE_ARRAY"):
         arrow_schema(Types.ROW_NAMED(["x"], [Types.PICKLED_BYTE_ARRAY()]), "sink 's'")
     with pytest.raises(ArrowTypeError, match="a row type is needed"):
         arrow_schema(Types.LONG(), "sink 's'")
@@ -116,7 +117,7 @@ def test_conform_widens_and_reorders_but_refuses_other_kinds() -> None:
     ]:
         with pytest.raises(ArrowTypeError, match=message):
             conform(batch, pa.schema([field]), "file f.parquet")
-    with pytest.raises(ArrowTypeError, match="file f.parquet: column 's'"):
+    with pytest.raises(ArrowTypeError, match=r"file f\.parquet: column 's'"):
         check_columns(batch.schema, pa.schema([("s", pa.int64())]), "file f.parquet")
 
 
