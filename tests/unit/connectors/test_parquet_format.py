@@ -177,3 +177,29 @@ def test_settings_that_cannot_take_effect_are_refused():
         ParquetColumnarRowInputFormat(Types.LONG())
     with pytest.raises(TypeError, match="needs a BulkFormat"):
         FileSource.for_bulk_file_format(None, "/data")
+
+
+def test_nested_columns_are_rows_lists_and_maps(tmp_path):
+    path = tmp_path / "nested.parquet"
+    point = pa.struct([("x", pa.int32()), ("y", pa.float32())])
+    table = pa.table(
+        {
+            "p": pa.array([{"x": 1, "y": 0.5}, None], point),
+            "tags": pa.array([["a", "b"], []], pa.list_(pa.string())),
+            "m": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+    pq.write_table(table, path)
+    row_type = Types.ROW_NAMED(
+        ["p", "tags", "m"],
+        [
+            Types.ROW_NAMED(["x", "y"], [Types.LONG(), Types.DOUBLE()]),
+            Types.LIST(Types.STRING()),
+            Types.MAP(Types.STRING(), Types.LONG()),
+        ],
+    )
+    rows = flat(read_epochs(parquet_source(path, row_type=row_type), 1, 1))
+    assert rows == [
+        Row(p=Row(x=1, y=0.5), tags=["a", "b"], m={"k": 1}),
+        Row(p=None, tags=[], m=None),
+    ]

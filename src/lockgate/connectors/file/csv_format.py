@@ -39,6 +39,15 @@ _PARSERS: dict[BasicType, Callable[[str], Any]] = {
     BasicType.DOUBLE: float,
     BasicType.BIG_DEC: decimal.Decimal,
 }
+_RANGES = {
+    basic: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    for basic, bits in (
+        (BasicType.BYTE, 8),
+        (BasicType.SHORT, 16),
+        (BasicType.INT, 32),
+        (BasicType.LONG, 64),
+    )
+}
 _BOOLEANS = {"true": True, "false": False}
 # what a field's text may fail with in its converter
 _FIELD_ERRORS = (ValueError, ArithmeticError, RecordTypeError)
@@ -277,7 +286,22 @@ def _value_converter(type_info: TypeInformation) -> Callable[[str], Any]:
 
         return boolean
     assert isinstance(type_info, BasicTypeInfo)
-    parse = _PARSERS[type_info._basic_type]
+    basic = type_info._basic_type
+    if basic is BasicType.DOUBLE:
+        return _double
+    if basic in _RANGES:
+        low, high = _RANGES[basic]
+
+        def integral(text: str) -> int | None:
+            if not text:
+                return None
+            value = int(text)
+            if not low <= value <= high:
+                raise ValueError(f"out of range {low}..{high}")
+            return value
+
+        return integral
+    parse = _PARSERS[basic]
     check = record_converter(type_info)
     assert check is not None
 
@@ -285,3 +309,7 @@ def _value_converter(type_info: TypeInformation) -> Callable[[str], Any]:
         return check(parse(text)) if text else None
 
     return number
+
+
+def _double(text: str) -> float | None:
+    return float(text) if text else None

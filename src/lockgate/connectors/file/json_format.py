@@ -46,6 +46,24 @@ from lockgate.core.source import SourceError, SplitProgress
 #: a JSON value's converter: the value for the declared type, or ValueError/TypeError
 Converter = Callable[[Any], Any]
 _PREVIEW = 200
+_DECODER = json.JSONDecoder()
+# the Python type of a JSON value that is a basic type's value as it is
+_EXACT = {
+    BasicType.STRING: str,
+    BasicType.CHAR: str,
+    BasicType.BOOLEAN: bool,
+    BasicType.DOUBLE: float,
+    **dict.fromkeys((BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG), int),
+}
+_RANGES = {
+    basic: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    for basic, bits in (
+        (BasicType.BYTE, 8),
+        (BasicType.SHORT, 16),
+        (BasicType.INT, 32),
+        (BasicType.LONG, 64),
+    )
+}
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
@@ -79,8 +97,8 @@ class JsonLinesFormat(FileFormat):
         if not line.strip():
             return SKIP
         try:
-            value = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
+            value = _DECODER.decode(line.decode("utf-8"))
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             if self.ignore_parse_errors:
                 return SKIP
             raise self._error(path, offset, line, f"not JSON ({exc})") from None
@@ -203,7 +221,22 @@ def _basic_converter(type_info: BasicTypeInfo, where: str) -> Converter:
 
     if basic is BasicType.BIG_DEC:
         return lambda value: basic_value(_decimal(value, where, type_info))
-    return basic_value
+    exact = _EXACT.get(basic)
+    if exact is None:
+        return basic_value
+    bounds = _RANGES.get(basic)
+    if bounds is None:
+
+        def exact_value(value: Any) -> Any:  # the common case without a call
+            return value if type(value) is exact else basic_value(value)
+
+        return exact_value
+    low, high = bounds
+
+    def integral(value: Any) -> Any:
+        return value if type(value) is int and low <= value <= high else basic_value(value)
+
+    return integral
 
 
 def _decimal(value: Any, where: str, type_info: TypeInformation) -> Any:
