@@ -100,16 +100,16 @@ def _split_carriage_returns(raw: bytes) -> Iterator[tuple[bytes, int]]:
         start = stop + width
 
 
-def line_number(path: str, offset: int, carriage_returns: bool = True) -> int:
-    """The 1-based number of the line that starts at byte ``offset`` of ``path``: counted only
-    when an error names the line, since a split's reader starts anywhere in the file.
-    ``carriage_returns``: a lone "\\r" ends a line too (Java's line ends), else only "\\n"."""
+def line_number(path: str, offset: int) -> int:
+    """The 1-based number of the line that starts at byte ``offset`` of ``path``, with Java's
+    line ends: counted only when an error names the line, since a split's reader starts
+    anywhere in the file."""
     fs, local = url_to_fs(path)
     with fs.open(local, "rb") as handle:
-        return 1 + _count_line_ends(handle, offset, carriage_returns)
+        return 1 + _count_line_ends(handle, offset)
 
 
-def _count_line_ends(handle: BinaryIO, size: int, carriage_returns: bool) -> int:
+def _count_line_ends(handle: BinaryIO, size: int) -> int:
     ends = 0
     previous = b""
     while size > 0:
@@ -117,11 +117,9 @@ def _count_line_ends(handle: BinaryIO, size: int, carriage_returns: bool) -> int
         if not chunk:
             break
         size -= len(chunk)
-        ends += chunk.count(b"\n")
-        if carriage_returns:
-            # a "\r" ends a line unless a "\n" follows it (then that "\n" was counted)
-            ends += chunk.count(b"\r") - chunk.count(b"\r\n")
-            if previous == b"\r" and chunk[:1] == b"\n":
-                ends -= 1  # a "\r\n" across two chunks: counted as "\r" and as "\n"
+        # "\n", and a "\r" unless a "\n" follows it (then that "\n" was counted)
+        ends += chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+        if previous == b"\r" and chunk[:1] == b"\n":
+            ends -= 1  # a "\r\n" across two chunks: counted as "\r" and as "\n"
         previous = chunk[-1:]
     return ends
