@@ -135,10 +135,10 @@ def _file_source_builder():
     return FileSource.for_record_stream_format(StreamFormat.text_line_format(), "/data")
 
 
-def _file_source():
-    from lockgate.datastream.connectors.file_system import FileSource
+def _csv_schema_builder():
+    from lockgate.datastream.formats.csv import CsvSchema
 
-    return FileSource
+    return CsvSchema.builder()
 
 
 def _runtime_context():
@@ -195,7 +195,7 @@ NOT_SUPPORTED = [
     ("ExecutionConfig.set_use_snapshot_compression", _execution_config, (True,)),
     ("FileSourceBuilder.set_file_enumerator", _file_source_builder, (None,)),
     ("FileSourceBuilder.set_split_assigner", _file_source_builder, (None,)),
-    ("FileSource.for_bulk_file_format", _file_source, (None, "/data")),
+    ("CsvSchemaBuilder.set_any_property_name", _csv_schema_builder, ("extra",)),
     ("EmbeddedRocksDBStateBackend.set_options", _rocksdb, ("org.example.Options",)),
     ("RuntimeContext.get_metrics_group", _runtime_context, ()),
 ]

@@ -230,7 +230,7 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordBa
 def _widens(have: pa.DataType, want: pa.DataType) -> bool:
     """Whether every value of type ``have`` is the same value of type ``want``."""
     t = pa.types
-    if have == want:
+    if have == want or t.is_null(have):  # a column of nulls only (a file's empty column)
         return True
     if t.is_integer(have) and t.is_integer(want):
         if t.is_signed_integer(have) and not t.is_signed_integer(want):

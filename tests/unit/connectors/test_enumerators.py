@@ -12,9 +12,16 @@ import pytest
 from lockgate.common.records import RecordFormatError
 from lockgate.connectors.collection import CollectionEnumerator, CollectionSource
 from lockgate.connectors.file.enumerator import FileEnumerator, FileEnumeratorState, FileSplit
-from lockgate.connectors.file.source import TextLineFileSource
+from lockgate.connectors.file.reader import TextLineFormat
+from lockgate.connectors.file.source import AbstractFileSource
 from lockgate.connectors.offset_splits import OffsetSplitsState
 from lockgate.core.source import SplitAssignment, SplitProgress
+
+
+class TextLineFileSource(AbstractFileSource):
+    def __init__(self, paths: list[str], monitor_interval_ms: int | None = None):
+        super().__init__(paths, TextLineFormat(), monitor_interval_ms)
+
 
 WHERE = "checkpoint chk-3: the split enumerator of 'src' (uid 'src')"
 

@@ -20,9 +20,9 @@ from lockgate.common.types import Row
 from lockgate.connectors.delta.committable import (
     DeltaCommittable,
     DeltaDataFile,
+    commit_files,
     transaction_version,
 )
-from lockgate.connectors.delta.committer import DeltaCommitter
 from lockgate.connectors.delta.table import DeltaTableSpec
 from lockgate.connectors.parquet.file_writer import ParquetFileWriter
 from lockgate.connectors.parquet.settings import CODECS, ParquetWriterSettings
@@ -141,7 +141,7 @@ class DeltaSinkWriter(Operator):
         else:  # each subtask commits its own files, as an application of its own
             app_id = f"{self.app_id}-{ctx.index}"
             committable = DeltaCommittable(ctx.epoch, app_id, version, tuple(files))
-            DeltaCommitter(self.spec).commit_group([committable.to_json()])
+            commit_files(self.spec, app_id, [committable])
 
 
 def delta_sink_writer(

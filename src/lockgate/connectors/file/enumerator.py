@@ -1,14 +1,19 @@
-"""The text-line file source's split enumerator, on the driver: which files exist, who reads
-each, and how far. The source is bounded over files and directories, or monitors them.
+"""The file source's split enumerator, on the driver: which files exist, who reads each of
+their splits, and how far. The source is bounded over files and directories, or monitors
+them.
 
-A split is one file and its position a byte offset, so a re-run of an epoch reads exactly
-the same lines: the plan fixes the start offset and the record count, and files are
-immutable once they are visible (write them elsewhere and move them in, as with Flink).
+A split is one file (positions are byte offsets: text lines, CSV, JSON lines) or one part of
+a file that its format reads on its own (a Parquet row group: positions are row offsets in
+it), so a re-run of an epoch reads exactly the same records: the plan fixes the start
+position and the record count, and files are immutable once they are visible (write them
+elsewhere and move them in, as with Flink). A file's parts are listed once, when a listing
+first shows the file (a Parquet footer is read then, on the driver); the file is finished
+when all its parts are.
 Names starting with '.' or '_' are hidden and skipped, as in Flink, and a path is a file's
 identity, as in Flink.
 
-What the enumerator keeps, since a continuous job may run for months: the files it is
-reading (subtask and byte offset each; an epoch plans only these), and the paths of
+What the enumerator keeps, since a continuous job may run for months: the splits it is
+reading (subtask and position each; an epoch plans only these), and the paths of
 finished files (read to their end) for as long as a listing still shows them. A finished
 file that a listing no longer shows was deleted and is forgotten, so the state follows
 what the directories hold, not their history; a checkpoint stores the finished paths
@@ -36,7 +41,8 @@ from typing import Annotated, Any
 
 from fsspec.core import url_to_fs
 
-from lockgate.common.records import Custom, Record, RecordFormatError
+from lockgate.common.records import ADDED, Custom, Record, RecordFormatError
+from lockgate.connectors.file.format import split_id
 from lockgate.core.source import (
     Position,
     SourceError,
@@ -73,11 +79,17 @@ def list_visible_files(paths: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class FileSplit(Record):
-    """A file being read: the subtask that reads it and the byte offset it reached."""
+    """A split being read: the file, the subtask that reads it and the position it reached;
+    ``part`` is the part of the file (a Parquet row group), None for the whole file."""
 
     path: str
     subtask: int
     position: Position
+    part: Annotated[int | None, ADDED] = None  # added with formats that split files
+
+    @property
+    def id(self) -> str:
+        return split_id(self.path, self.part)
 
 
 def _front_code(paths: Iterable[str]) -> list[list[Any]]:
@@ -123,35 +135,43 @@ def _front_decode(coded: Any, where: str) -> tuple[str, ...]:
 class FileEnumeratorState(Record, format=STATE_FORMAT, version=STATE_VERSION):
     """The checkpoint state of a ``FileEnumerator``."""
 
-    reading: tuple[FileSplit, ...]  # files not read to their end, by path
+    reading: tuple[FileSplit, ...]  # splits not read to their end, by path and part
     # files read to their end that the last listing showed, sorted (front-coded in JSON)
     finished: Annotated[tuple[str, ...], Custom(_front_code, _front_decode)]
 
     def validate(self, where: str) -> None:
-        paths = Counter(split.path for split in self.reading)
-        for path, count in paths.items():
+        splits = Counter(split.id for split in self.reading)
+        for split, count in splits.items():
             if count > 1:
-                raise RecordFormatError(f"{where}: {path} is in 'reading' {count} times")
-        both = paths.keys() & set(self.finished)
+                raise RecordFormatError(f"{where}: {split} is in 'reading' {count} times")
+        both = {split.path for split in self.reading} & set(self.finished)
         if both:
             raise RecordFormatError(f"{where}: {min(both)} is both being read and finished")
 
 
+def _split_order(split: FileSplit) -> tuple[str, int]:
+    return split.path, -1 if split.part is None else split.part
+
+
 class FileEnumerator(SplitEnumerator):
-    """Discovers files, gives each new one to the subtask reading the fewest, and tracks its
-    byte offset until it is read to its end (see the module docstring for what it keeps)."""
+    """Discovers files, lists their splits, gives each new split to the subtask reading the
+    fewest, and tracks its position until it is read to its end (see the module docstring
+    for what it keeps)."""
 
     def __init__(
         self,
         list_files: Callable[[], list[str]],
         monitor_interval_ms: int | None,
         parallelism: int,
+        split_file: Callable[[str], list[int] | None] = lambda path: None,
     ):
         self.list_files = list_files  # the source's listing of its visible files
+        self.split_file = split_file  # the format's parts of a file (None: the whole file)
         self.monitor_interval_ms = monitor_interval_ms
         self.bounded = monitor_interval_ms is None
         self.parallelism = parallelism
-        self.reading: dict[str, FileSplit] = {}
+        self.reading: dict[str, FileSplit] = {}  # by split id
+        self.open_splits: Counter[str] = Counter()  # splits being read, by file
         self.finished: set[str] = set()
         # monotonic time of the next listing; None once a bounded source has listed its files
         self.next_listing: float | None = 0.0
@@ -163,30 +183,43 @@ class FileEnumerator(SplitEnumerator):
         least_busy = [(reading[subtask], subtask) for subtask in range(self.parallelism)]
         heapq.heapify(least_busy)
         for path in listed:
-            if path not in self.reading and path not in self.finished:
+            if path in self.open_splits or path in self.finished:
+                continue
+            parts = self.split_file(path)
+            if parts == []:  # nothing to read (a Parquet file without row groups)
+                self.finished.add(path)
+            for part in [None] if parts is None else parts:
                 count, subtask = least_busy[0]
                 heapq.heapreplace(least_busy, (count + 1, subtask))
-                self.reading[path] = FileSplit(path, subtask, 0)
+                self._add(FileSplit(path, subtask, 0, part))
         interval = self.monitor_interval_ms
         self.next_listing = None if interval is None else time.monotonic() + interval / 1000
+
+    def _add(self, split: FileSplit) -> None:
+        self.reading[split.id] = split
+        self.open_splits[split.path] += 1
 
     def plan(self, max_records_per_split: int) -> dict[int, list[SplitAssignment]]:
         if self.next_listing is not None and time.monotonic() >= self.next_listing:
             self._list()
         assignments: dict[int, list[SplitAssignment]] = {}
-        for split in self.reading.values():
+        for key, split in self.reading.items():
             assignments.setdefault(split.subtask, []).append(
-                SplitAssignment(split.path, split.position, max_records_per_split, False)
+                SplitAssignment(key, split.position, max_records_per_split, False)
             )
         return assignments
 
     def acknowledge(self, progress: dict[str, SplitProgress]) -> None:
-        for path, report in progress.items():
+        for key, report in progress.items():
+            split = self.reading[key]
             if report.finished:
-                del self.reading[path]
-                self.finished.add(path)
+                del self.reading[key]
+                self.open_splits[split.path] -= 1
+                if not self.open_splits[split.path]:
+                    del self.open_splits[split.path]
+                    self.finished.add(split.path)
             else:
-                self.reading[path] = replace(self.reading[path], position=report.position)
+                self.reading[key] = replace(split, position=report.position)
 
     def is_finished(self) -> bool:
         return self.bounded and self.next_listing is None and not self.reading
@@ -196,7 +229,7 @@ class FileEnumerator(SplitEnumerator):
             # A bounded source reads the files of its one listing: a checkpoint holds them,
             # even one taken before the first epoch was planned.
             self._list()
-        reading = tuple(sorted(self.reading.values(), key=lambda split: split.path))
+        reading = tuple(sorted(self.reading.values(), key=_split_order))
         state: dict[str, Any] = FileEnumeratorState(reading, tuple(sorted(self.finished))).to_json()
         return state
 
@@ -204,12 +237,12 @@ class FileEnumerator(SplitEnumerator):
         state = FileEnumeratorState.from_json(snapshot, where)
         for split in state.reading:
             if split.subtask < 0:
-                raise RecordFormatError(f"{where}: {split.path} is read by subtask {split.subtask}")
-        # at another parallelism, a file goes on from its position on another subtask
-        self.reading = {
-            split.path: replace(split, subtask=split.subtask % self.parallelism)
-            for split in state.reading
-        }
+                raise RecordFormatError(f"{where}: {split.id} is read by subtask {split.subtask}")
+        # at another parallelism, a split goes on from its position on another subtask
+        self.reading = {}
+        self.open_splits = Counter()
+        for split in state.reading:
+            self._add(replace(split, subtask=split.subtask % self.parallelism))
         self.finished = set(state.finished)
         # A bounded source's files are those of the checkpoint; a continuous one lists at
         # once, since files may have come and gone after the checkpoint.

@@ -1,23 +1,52 @@
-"""Reading a text-line file split inside a subtask host: from the planned byte offset, at most
-the planned number of lines, with Java's line ends ("\\n", "\\r\\n", a lone "\\r").
+"""Reading a file split line by line inside a subtask host: from the planned byte offset, at
+most the planned number of records, with Java's line ends ("\\n", "\\r\\n", a lone "\\r").
+Text lines are one such format, JSON lines another: each turns a line into its record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
 
 from fsspec.core import url_to_fs
 
-from lockgate.core.source import SourceError, SplitAssignment, SplitProgress
+from lockgate.connectors.file.format import FileFormat
+from lockgate.core.source import SourceError, SplitProgress
+
+#: what a line parser returns for a line that holds no record (a blank line of JSON lines)
+SKIP: Any = object()
+
+#: a line's record from its bytes (without the line end), the file and its byte offset
+LineParser = Callable[[bytes, str, int], Any]
+
+
+class TextLineFormat(FileFormat):
+    """Each line is a record: a ``str`` decoded with the charset (PyFlink's
+    ``StreamFormat.text_line_format``)."""
+
+    def __init__(self, charset: str = "UTF-8"):
+        self.charset = charset
+
+    def read(
+        self, split: str, start: int, max_records: int, progress: dict[str, SplitProgress]
+    ) -> Iterator[str]:
+        return read_lines(split, start, max_records, self._decode, progress)
+
+    def _decode(self, line: bytes, path: str, offset: int) -> str:
+        try:
+            return line.decode(self.charset)
+        except UnicodeDecodeError as exc:
+            raise SourceError(
+                f"FileSource cannot decode {path} as {self.charset} at byte offset {offset}: "
+                f"{exc.reason}"
+            ) from None
 
 
 def read_lines(
-    assignment: SplitAssignment, charset: str, progress: dict[str, SplitProgress]
-) -> Iterator[str]:
-    """The lines of one split's planned range; records where it stopped in ``progress``."""
-    path = assignment.split
-    offset = assignment.start
-    limit = assignment.max_records
+    path: str, offset: int, limit: int, parse: LineParser, progress: dict[str, SplitProgress]
+) -> Iterator[Any]:
+    """The records of the lines of one split's planned range; records where it stopped in
+    ``progress``. A line that ``parse`` turns into ``SKIP`` is consumed but is no record."""
     count = 0
     try:
         fs, local = url_to_fs(path)
@@ -25,16 +54,20 @@ def read_lines(
             handle.seek(offset)
             for raw in handle:
                 if b"\r" not in raw:  # the common case: one line ending in "\n" (or EOF)
-                    yield _decode(charset, raw[:-1] if raw.endswith(b"\n") else raw, path, offset)
+                    record = parse(raw[:-1] if raw.endswith(b"\n") else raw, path, offset)
                     offset += len(raw)
-                    count += 1
+                    if record is not SKIP:
+                        yield record
+                        count += 1
                 else:
                     for line, consumed in _split_carriage_returns(raw):
-                        yield _decode(charset, line, path, offset)
+                        record = parse(line, path, offset)
                         offset += consumed
-                        count += 1
-                        if count >= limit:
-                            break
+                        if record is not SKIP:
+                            yield record
+                            count += 1
+                            if count >= limit:
+                                break
                     if offset != handle.tell():  # stopped inside a "\r"-separated run
                         break
                 if count >= limit:
@@ -44,15 +77,6 @@ def read_lines(
     except FileNotFoundError:
         raise SourceError(f"FileSource input file disappeared: {path}") from None
     progress[path] = SplitProgress(offset, finished)
-
-
-def _decode(charset: str, line: bytes, path: str, offset: int) -> str:
-    try:
-        return line.decode(charset)
-    except UnicodeDecodeError as exc:
-        raise SourceError(
-            f"FileSource cannot decode {path} as {charset} at byte offset {offset}: {exc.reason}"
-        ) from None
 
 
 def _split_carriage_returns(raw: bytes) -> Iterator[tuple[bytes, int]]:
@@ -74,3 +98,28 @@ def _split_carriage_returns(raw: bytes) -> Iterator[tuple[bytes, int]]:
         width = 2 if raw[stop : stop + 2] == b"\r\n" else 1
         yield raw[start:stop], stop + width - start
         start = stop + width
+
+
+def line_number(path: str, offset: int) -> int:
+    """The 1-based number of the line that starts at byte ``offset`` of ``path``, with Java's
+    line ends: counted only when an error names the line, since a split's reader starts
+    anywhere in the file."""
+    fs, local = url_to_fs(path)
+    with fs.open(local, "rb") as handle:
+        return 1 + _count_line_ends(handle, offset)
+
+
+def _count_line_ends(handle: BinaryIO, size: int) -> int:
+    ends = 0
+    previous = b""
+    while size > 0:
+        chunk = handle.read(min(size, 1 << 20))
+        if not chunk:
+            break
+        size -= len(chunk)
+        # "\n", and a "\r" unless a "\n" follows it (then that "\n" was counted)
+        ends += chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+        if previous == b"\r" and chunk[:1] == b"\n":
+            ends -= 1  # a "\r\n" across two chunks: counted as "\r" and as "\n"
+        previous = chunk[-1:]
+    return ends

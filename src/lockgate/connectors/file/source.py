@@ -1,6 +1,6 @@
-"""``FileSource``'s text-line source as the job graph holds it: where to read, how to
-decode, whether to monitor. The driver lists and plans with its enumerator
-(``enumerator.py``); subtask hosts read with its reader (``reader.py``).
+"""``FileSource`` as the job graph holds it: where to read, in which format, whether to
+monitor. The driver lists and plans with its enumerator (``enumerator.py``); subtask hosts
+read with its format (``format.py``: text lines, CSV, JSON lines, Parquet).
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from typing import Any
 from fsspec.core import url_to_fs
 
 from lockgate.connectors.file.enumerator import FileEnumerator, list_visible_files
-from lockgate.connectors.file.reader import read_lines
+from lockgate.connectors.file.format import FileFormat
 from lockgate.core.source import Source, SourceError, SplitAssignment, SplitProgress
 
 
-class TextLineFileSource(Source):
+class AbstractFileSource(Source):
     def __init__(
-        self, paths: list[str], charset: str = "UTF-8", monitor_interval_ms: int | None = None
+        self, paths: list[str], file_format: FileFormat, monitor_interval_ms: int | None = None
     ):
         self.paths = [str(p) for p in paths]
-        self.charset = charset
+        self.file_format = file_format
         self.monitor_interval_ms = monitor_interval_ms
 
     @property
@@ -34,15 +34,20 @@ class TextLineFileSource(Source):
             fs, local = url_to_fs(path)
             if not fs.exists(local):
                 raise SourceError(f"FileSource input path does not exist: {path}")
+        self.file_format.validate(self.list_files)
 
     def list_files(self) -> list[str]:
         """Visible files under the source's paths, as URLs, in a stable order."""
         return list_visible_files(self.paths)
 
     def create_enumerator(self, parallelism: int) -> FileEnumerator:
-        return FileEnumerator(self.list_files, self.monitor_interval_ms, parallelism)
+        return FileEnumerator(
+            self.list_files, self.monitor_interval_ms, parallelism, self.file_format.split_file
+        )
 
     def read(
         self, assignment: SplitAssignment, payload: Any, progress: dict[str, SplitProgress]
-    ) -> Iterator[str]:
-        return read_lines(assignment, self.charset, progress)
+    ) -> Iterator[Any]:
+        return self.file_format.read(
+            assignment.split, assignment.start, assignment.max_records, progress
+        )

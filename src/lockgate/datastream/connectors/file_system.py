@@ -8,43 +8,62 @@ from lockgate.common.serialization import BulkWriterFactory, Encoder
 from lockgate.common.time import Duration
 from lockgate.common.unsupported import not_supported, unsupported
 from lockgate.connectors.file.committer import FileCommitter
+from lockgate.connectors.file.format import FileFormat
 from lockgate.connectors.file.part_format import BulkPartFormat, PartFormat, RowPartFormat
+from lockgate.connectors.file.reader import TextLineFormat
 from lockgate.connectors.file.sink import BucketAssigner as SinkBuckets
 from lockgate.connectors.file.sink import FileSinkSettings
-from lockgate.connectors.file.source import TextLineFileSource
+from lockgate.connectors.file.source import AbstractFileSource
 from lockgate.connectors.file.writer import file_sink_writer
 from lockgate.graph.operator_spec import OperatorKind, OperatorSpec
 
 
 class StreamFormat:
-    """How a file is read record by record; lockgate reads text lines."""
+    """How a file is read record by record, from a byte offset: text lines here, CSV
+    (``lockgate.datastream.formats.csv.CsvReaderFormat``) and JSON lines
+    (``lockgate.datastream.formats.json.JsonLinesReaderFormat``)."""
 
-    def __init__(self, charset_name: str):
-        self.charset_name = charset_name
+    def __init__(self, file_format: FileFormat):
+        self._file_format = file_format
 
     @staticmethod
     def text_line_format(charset_name: str = "UTF-8") -> StreamFormat:
-        return StreamFormat(charset_name)
+        return StreamFormat(TextLineFormat(charset_name))
 
 
-class FileSource(TextLineFileSource):
-    """Reads text lines from files and directories; bounded unless monitoring."""
+class BulkFormat:
+    """How a file is read in batches of records, in splits of its own: Parquet
+    (``lockgate.datastream.formats.parquet.ParquetColumnarRowInputFormat``)."""
+
+    def __init__(self, file_format: FileFormat):
+        self._file_format = file_format
+
+
+class FileSource(AbstractFileSource):
+    """Reads files and directories in a stream or bulk format; bounded unless monitoring."""
 
     @staticmethod
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> FileSourceBuilder:
-        return FileSourceBuilder(stream_format, list(paths))
+        if not isinstance(stream_format, StreamFormat):
+            raise TypeError(
+                "FileSource.for_record_stream_format needs a StreamFormat (such as "
+                f"StreamFormat.text_line_format() or CsvReaderFormat), got {stream_format!r}"
+            )
+        return FileSourceBuilder(stream_format._file_format, list(paths))
 
     @staticmethod
-    def for_bulk_file_format(bulk_format: Any, *paths: str) -> NoReturn:
-        not_supported(
-            "FileSource.for_bulk_file_format",
-            "FileSource.for_record_stream_format(StreamFormat.text_line_format(), ...)",
-        )
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str) -> FileSourceBuilder:
+        if not isinstance(bulk_format, BulkFormat):
+            raise TypeError(
+                "FileSource.for_bulk_file_format needs a BulkFormat (such as "
+                f"ParquetColumnarRowInputFormat), got {bulk_format!r}"
+            )
+        return FileSourceBuilder(bulk_format._file_format, list(paths))
 
 
 class FileSourceBuilder:
-    def __init__(self, stream_format: StreamFormat, paths: list[str]):
-        self._format = stream_format
+    def __init__(self, file_format: FileFormat, paths: list[str]):
+        self._format = file_format
         self._paths = paths
         self._monitor_interval_ms: int | None = None
 
@@ -67,7 +86,7 @@ class FileSourceBuilder:
         not_supported("FileSourceBuilder.set_split_assigner", "FileSource's own split assignment")
 
     def build(self) -> FileSource:
-        return FileSource(self._paths, self._format.charset_name, self._monitor_interval_ms)
+        return FileSource(self._paths, self._format, self._monitor_interval_ms)
 
 
 class OutputFileConfig:
@@ -296,7 +315,6 @@ FileCompactStrategy = unsupported(
     "FileCompactStrategy", "FileSink with a RollingPolicy (no compaction)", __name__
 )
 StreamingFileSink = unsupported("StreamingFileSink", "FileSink.for_row_format", __name__)
-BulkFormat = unsupported("BulkFormat", "StreamFormat.text_line_format()", __name__)
 FileEnumeratorProvider = unsupported(
     "FileEnumeratorProvider", "FileSource's own file enumeration", __name__
 )
