@@ -63,6 +63,12 @@ class DeltaTableSpec:
         except ArrowTypeError as exc:
             raise DeltaTableError(str(exc)) from None
         assert isinstance(row_type, RowTypeInfo)
+        for field in schema:
+            if _holds_time(field.type):
+                raise DeltaTableError(
+                    f"Delta sink row type, field '{field.name}': Delta tables have no time of "
+                    "day type (SQL_TIME): hold it as a STRING or a LONG"
+                )
         types = dict(zip(row_type.get_field_names(), row_type.get_field_types(), strict=True))
         if len(set(partition_columns)) != len(partition_columns):
             raise DeltaTableError(
@@ -138,6 +144,19 @@ class DeltaTableSpec:
             logged[column] = text
             parts.append(f"{_escape(column)}={NULL_PARTITION if text is None else _escape(text)}")
         return "/".join(parts), logged
+
+
+def _holds_time(data_type: pa.DataType) -> bool:
+    t = pa.types
+    if t.is_time(data_type):
+        return True
+    if t.is_struct(data_type):
+        return any(_holds_time(data_type.field(i).type) for i in range(data_type.num_fields))
+    if t.is_list(data_type):
+        return _holds_time(data_type.value_type)
+    if t.is_map(data_type):
+        return _holds_time(data_type.key_type) or _holds_time(data_type.item_type)
+    return False
 
 
 def _partitionable(type_info: Any) -> bool:

@@ -118,5 +118,8 @@ def test_partition_columns_must_be_fields_of_simple_types() -> None:
         DeltaTableSpec.of("/t", row_type, ("score",))
     with pytest.raises(DeltaTableError, match="'nope' is not a field"):
         DeltaTableSpec.of("/t", row_type, ("nope",))
+    nested_time = Types.ROW_NAMED(["x"], [Types.LIST(Types.SQL_TIME())])
+    with pytest.raises(DeltaTableError, match="field 'x': Delta tables have no time of day"):
+        DeltaTableSpec.of("/t", nested_time, ())
     with pytest.raises(DeltaTableError, match=r"PICKLED|column type"):
         DeltaTableSpec.of("/t", Types.ROW_NAMED(["x"], [Types.PICKLED_BYTE_ARRAY()]), ())
