@@ -118,9 +118,11 @@ class Source(ABC):
     #: ``read`` yields ``(record, timestamp)`` pairs: the timestamp (ms) the record has in
     #: the system it comes from (Kafka's), which a WatermarkStrategy's assigner receives
     timestamped: bool = False
-    #: ``read`` yields records of the stream's declared type already (rows built from typed
-    #: columns), which the subtask then hands on without converting each
-    converts: bool = False
+    #: the type information of the records ``read`` yields, which a stream read without a
+    #: ``type_info`` declares (Flink's ``getProducedType``): the records have it already
+    #: (rows built from typed columns), so the subtask hands them on without converting
+    #: each. None: the records are whatever the source reads.
+    produced_type: Any = None
 
     def prepare(self, directory: Storage) -> None:
         """On the driver, before the source's first enumerator is created: stage what the

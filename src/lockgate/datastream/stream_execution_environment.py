@@ -262,7 +262,9 @@ class StreamExecutionEnvironment:
             timestamps=source.timestamped
             or (strategy is not None and strategy.timestamp_assigner is not None),
             watermark_strategy=strategy,
-            output_type=declared_type(type_info, "type_info"),
+            output_type=declared_type(
+                source.produced_type if type_info is None else type_info, "type_info"
+            ),
         )
         return DataStream(self, self._add(t))
 
@@ -283,8 +285,7 @@ class StreamExecutionEnvironment:
         same rows every time (read from files or tables; not sampled or random), since a
         resume from a checkpoint stages it again: a plan that is not deterministic is
         refused, and a resume whose partitions differ from the checkpoint's fails."""
-        source = DataFrameSource(df, type_info)
-        return self._source(source, "DataFrame Source", source.row_type)
+        return self._source(DataFrameSource(df, type_info), "DataFrame Source", None)
 
     def socket_text_stream(
         self, hostname: str, port: int, delimiter: str = "\n", max_retry: int = 0

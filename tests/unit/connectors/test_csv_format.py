@@ -243,3 +243,21 @@ def test_schema_columns_can_be_copied_and_cleared():
     assert builder.size() == 5
     assert builder.build().get_type_info().get_field_names() == ["x", "id", "name", "tags", "ok"]
     assert len(builder.clear_columns()) == 0
+
+
+def test_a_stream_read_without_type_info_declares_the_schemas_row_type(tmp_path):
+    """As PyFlink's: the format's row type is the stream's, and its rows are not converted
+    again in the source (Source.produced_type)."""
+    from lockgate.common import WatermarkStrategy
+    from lockgate.datastream import StreamExecutionEnvironment
+
+    schema = CsvSchema.builder().add_string_column("name").add_number_column("n").build()
+    (tmp_path / "in.csv").write_text("a,1\n")
+    source = FileSource.for_record_stream_format(
+        CsvReaderFormat.for_schema(schema), str(tmp_path)
+    ).build()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "csv")
+    assert stream.get_type() == schema.get_type_info() == source.produced_type
+    typed = env.from_source(source, WatermarkStrategy.no_watermarks(), "csv", Types.STRING())
+    assert typed.get_type() == Types.STRING()

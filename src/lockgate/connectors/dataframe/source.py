@@ -26,8 +26,6 @@ from lockgate.core.source import Source, SourceError, SplitAssignment, SplitProg
 class DataFrameSource(Source):
     """Reads a bounded DataFrame; partition i is a split, read by subtask i % parallelism."""
 
-    converts = True  # its rows are built from typed columns
-
     def __init__(self, df: Any, type_info: Any):
         from pyspark.sql import DataFrame
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -64,6 +62,7 @@ class DataFrameSource(Source):
                 self.conform_to = arrow_schema(type_info, "from_dataframe's type_info")
                 check_columns(columns, self.conform_to, "from_dataframe's type_info")
             self.rows_of = RowsFromArrow(self.row_type, "from_dataframe")
+            self.produced_type = self.row_type
         except ArrowTypeError as exc:
             raise SourceError(f"{exc} (DataFrame schema: {df.schema.simpleString()})") from None
         self.df = df

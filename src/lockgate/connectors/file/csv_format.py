@@ -108,6 +108,7 @@ class CsvFormat(FileFormat):
         self.columns = columns
         self.options = options
         self.names = tuple(column.name for column in columns)
+        self.produced_type = Types.ROW_NAMED(list(self.names), [c.type_info for c in columns])
         null = options.null_value
         self._converters = [_nullable(_converter(c, options), null) for c in columns]
 

@@ -36,6 +36,8 @@ class FileFormat(ABC):
 
     #: names the format in errors ("CsvReaderFormat cannot read ...")
     name: str = "FileSource"
+    #: the row type of the records it reads (``Source.produced_type``); None for text lines
+    produced_type: Any = None
 
     def validate(self, list_files: Callable[[], list[str]]) -> None:
         """Check, on the driver before the first epoch, what can be checked of the files

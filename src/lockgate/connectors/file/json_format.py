@@ -84,6 +84,7 @@ class JsonLinesFormat(FileFormat):
                 "(as Flink's JSON format): choose one"
             )
         self.row_type = row_type
+        self.produced_type = row_type
         self.fail_on_missing_field = fail_on_missing_field
         self.ignore_parse_errors = ignore_parse_errors
         self._convert = _row_converter(row_type, "", fail_on_missing_field, ignore_parse_errors)

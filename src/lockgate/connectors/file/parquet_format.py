@@ -48,6 +48,7 @@ class ParquetFormat(FileFormat):
         if type(batch_size) is not int or batch_size < 1:
             raise ValueError(f"{where}: batch_size must be a positive int, got {batch_size!r}")
         self.row_type = row_type
+        self.produced_type = row_type
         self.batch_size = batch_size
         self.is_utc_timestamp = is_utc_timestamp
         self.is_case_sensitive = is_case_sensitive

@@ -22,6 +22,7 @@ class AbstractFileSource(Source):
         self.paths = [str(p) for p in paths]
         self.file_format = file_format
         self.monitor_interval_ms = monitor_interval_ms
+        self.produced_type = file_format.produced_type
 
     @property
     def bounded(self) -> bool:  # type: ignore[override]

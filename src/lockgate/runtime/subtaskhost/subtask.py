@@ -249,11 +249,11 @@ class Subtask:
             operator: Operator
             if node.is_source:
                 # it converts what it reads itself, and hands it on in chunks
-                converts = node.source.converts
+                typed = output_type is not None and output_type == node.source.produced_type
                 source = SourceOperator(
                     ctx,
                     node.transformation.watermark_strategy,
-                    None if converts else source_converter(output_type),
+                    None if typed else source_converter(output_type),
                 )
                 source.targets = main_targets  # a source has no side outputs
                 operator = source
