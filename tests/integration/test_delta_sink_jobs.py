@@ -74,7 +74,7 @@ def test_tables_and_rows_that_do_not_fit_are_refused(make_env, tmp_path):
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "notes.txt").write_text("not a table")
     env.from_collection([Row(split=1, i=1, n=1)]).sink_to(delta_sink(tmp_path / "plain"))
-    with pytest.raises(DeltaTableError, match="exists and is not a Delta table"):
+    with pytest.raises(DeltaTableError, match="holds files and is not a Delta table"):
         env.execute("into a plain directory")
 
     env = make_env(parallelism=1)

@@ -57,43 +57,37 @@ def transaction_version(generation: int, epoch: int) -> int:
     return generation << 32 | epoch
 
 
-def commit_files(table: DeltaTableSpec, app_id: str, parts: list[DeltaCommittable]) -> None:
+def commit_files(table: DeltaTableSpec, app_id: str, parts: list[DeltaCommittable]) -> bool:
     """Add the files of the ``parts`` the table does not hold yet: those of a version
     above the application's last (a checkpoint may also hold parts of the one before,
-    committed before its subtasks heard of it)."""
+    committed before its subtasks heard of it). Whether it added any.
+
+    A table that changed under the job (another schema, partitioning or writer duties) is a
+    ``DeltaTableError``, which fails the job: committing again would not help. A table that
+    cannot be reached is a ``CommitFailedError``: the job fails over and commits again.
+    """
     from deltalake.exceptions import DeltaError
 
-    location = table.location
     try:
-        _append(table, app_id, parts)
+        return _append(table, app_id, parts)
     except (DeltaError, OSError) as exc:
         raise CommitFailedError(
-            f"Delta table {location}: commit of application {app_id} (versions up to "
+            f"Delta table {table.location}: commit of application {app_id} (versions up to "
             f"{max(p.version for p in parts)}) failed: {exc}"
         ) from exc
 
 
-def _append(table: DeltaTableSpec, app_id: str, parts: list[DeltaCommittable]) -> None:
+def _append(table: DeltaTableSpec, app_id: str, parts: list[DeltaCommittable]) -> bool:
     from deltalake import DeltaTable, Schema
-    from deltalake.transaction import (
-        AddAction,
-        CommitProperties,
-        RemoveAction,
-        Transaction,
-        create_table_with_add_actions,
-    )
+    from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
-    location = table.location
-    exists = DeltaTable.is_deltatable(location)
-    committed = DeltaTable(location).transaction_version(app_id) if exists else None
+    delta = DeltaTable(table.location)  # the sink created it before the job
+    committed = delta.transaction_version(app_id)
     fresh = [p for p in parts if committed is None or p.version > committed]
-    files = [f for p in fresh for f in p.files]
-    if not files:
-        return  # committed before a crash: the restore's commit adds nothing
-    properties = CommitProperties(
-        app_transactions=[Transaction(app_id, max(p.version for p in fresh))]
-    )
-    adds = [
+    if not any(p.files for p in fresh):
+        return False  # committed before a crash: the restore's commit adds nothing
+    table.check_table(delta)
+    actions: list[AddAction | RemoveAction] = [
         AddAction(
             f.path,  # as on disk: delta-rs writes it to the log as a URI path
             f.size,
@@ -102,27 +96,15 @@ def _append(table: DeltaTableSpec, app_id: str, parts: list[DeltaCommittable]) -
             True,
             json.dumps({"numRecords": f.records}),
         )
-        for f in files
+        for p in fresh
+        for f in p.files
     ]
-    schema = Schema.from_arrow(table.schema)
-    partition_by = list(table.partition_columns) or None
-    if not exists:
-        # the first commit creates the table; a concurrent creator makes it fail, and the
-        # failover commits again, then by appending
-        create_table_with_add_actions(
-            location,
-            schema,
-            adds,
-            mode="error",
-            partition_by=partition_by,
-            commit_properties=properties,
-        )
-        return
-    actions: list[AddAction | RemoveAction] = [*adds]
-    DeltaTable(location).create_write_transaction(
+    transaction = Transaction(app_id, max(p.version for p in fresh))
+    delta.create_write_transaction(
         actions,
         mode="append",
-        schema=schema,
-        partition_by=partition_by,
-        commit_properties=properties,
+        schema=Schema.from_arrow(table.schema),
+        partition_by=list(table.partition_columns) or None,
+        commit_properties=CommitProperties(app_transactions=[transaction]),
     )
+    return True

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import posixpath
 from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
 
 from lockgate.connectors.delta.committable import DeltaCommittable, commit_files
 from lockgate.connectors.delta.table import DeltaTableError, DeltaTableSpec
@@ -15,6 +18,7 @@ from lockgate.core.two_phase_commit import Committer
 class DeltaCommitter(Committer):
     def __init__(self, table: DeltaTableSpec):
         self.table = table
+        self._snapshot: Any = None  # the table as aborts last read it (a DeltaTable)
 
     def groups(self, committables: list[Any]) -> list[list[Any]]:
         # one Delta commit a checkpoint: readers see all of it or none
@@ -50,19 +54,38 @@ class DeltaCommitter(Committer):
 
     def abort(self, url: str) -> None:
         """Delete an uncommitted data file. A file that the table references is kept: its
-        commit happened (a restore that falls back past a committed checkpoint must not take
-        data out of the table)."""
-        from deltalake import DeltaTable
-
+        commit happened (a restore that falls back past a committed checkpoint, a losing
+        attempt that committed itself without exactly-once, must not take data out of the
+        table). If the table cannot be read, the file stays too (an ``OSError``: the next
+        sweep tries again)."""
         path = _local_path(url)
         if path is None or not os.path.exists(path):
             return
+        if path not in self._referenced():
+            os.remove(path)
+
+    def _referenced(self) -> set[str]:
+        """The data files of the table's latest version, as paths on disk."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
         location = self.table.location
-        if DeltaTable.is_deltatable(location):
-            referenced = {os.path.normpath(uri) for uri in DeltaTable(location).file_uris()}
-            if path in referenced:
-                return
-        os.remove(path)
+        try:
+            if self._snapshot is None:
+                self._snapshot = DeltaTable(location)
+            else:
+                self._snapshot.update_incremental()  # reads only the commits since
+            actions = pa.table(self._snapshot.get_add_actions(flatten=True))
+        except DeltaError as exc:
+            raise OSError(f"Delta table {location} cannot be read to abort files: {exc}") from exc
+        # the log's paths are URIs: decoded once, they are the names on disk
+        return {
+            os.path.normpath(os.path.join(location, unquote(relative)))
+            for relative in actions.column("path").to_pylist()
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_snapshot": None}  # the driver's, not the tasks'
 
     def _read(self, raw: Any) -> DeltaCommittable:
         committable = DeltaCommittable.read(raw)

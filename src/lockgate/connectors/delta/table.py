@@ -25,6 +25,23 @@ from lockgate.connectors.file.sink import SinkError
 _ESCAPED = frozenset("\"#%'*/:=?\\{[]^\x7f") | frozenset(chr(c) for c in range(1, 32))
 #: the directory of rows whose partition value is null, as Hive and Spark name it
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+#: table settings of writer duties the sink does not take on (a CHECK constraint, row ids)
+_REFUSED_SETTINGS = ("delta.constraints.", "delta.enableRowTracking")
+#: a column's metadata keys of the same kind (generated and identity columns, invariants)
+_FIELD_RULES = (b"delta.generationExpression", b"delta.identity.", b"delta.invariants")
+#: writer features whose tables a plain append of add actions keeps valid
+_WRITER_FEATURES = frozenset(
+    (
+        "appendOnly",
+        "timestampNtz",
+        "deletionVectors",
+        "changeDataFeed",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+        "domainMetadata",
+        "checkpointProtection",
+    )
+)
 _PARTITION_TYPES = (
     BasicType.STRING,
     BasicType.BOOLEAN,
@@ -75,6 +92,11 @@ class DeltaTableSpec:
                 f"Delta sink: a partition column is named twice in {partition_columns}"
             )
         for column in partition_columns:
+            if column.startswith(("_", ".")):
+                raise DeltaTableError(
+                    f"Delta sink: partition column '{column}' starts with '{column[0]}': "
+                    "readers skip such directories (and _delta_log is the table's log)"
+                )
             if column not in types:
                 raise DeltaTableError(
                     f"Delta sink: partition column '{column}' is not a field of the row type "
@@ -100,25 +122,53 @@ class DeltaTableSpec:
         return pa.schema([f for f in schema if f.name not in self.partition_columns])
 
     def check(self) -> None:
-        """Refuse, before the job, a location the sink cannot append its rows to."""
-        from deltalake import DeltaTable
+        """Before the job: refuse a location the sink cannot append its rows to, and create
+        the table if there is none, so that every commit appends (subtasks that commit
+        themselves would race to create it) and a failure before the first commit leaves a
+        table, not a directory of stray files."""
+        from deltalake import DeltaTable, Schema
 
-        if DeltaTable.is_deltatable(self.location):
-            table = DeltaTable(self.location)
-            self._check_schema(pa.schema(table.schema().to_arrow()))
-            partitioned = tuple(table.metadata().partition_columns)
-            if partitioned != self.partition_columns:
-                raise DeltaTableError(
-                    f"Delta table {self.location} is partitioned by {list(partitioned)}, the "
-                    f"sink by {list(self.partition_columns)}"
-                )
-        elif os.path.isdir(self.location) and os.listdir(self.location):
-            raise DeltaTableError(
-                f"Delta sink: {self.location} exists and is not a Delta table (no _delta_log): "
-                "give the path of a Delta table, of an empty directory, or of none"
-            )
-        elif os.path.exists(self.location) and not os.path.isdir(self.location):
+        if os.path.exists(self.location) and not os.path.isdir(self.location):
             raise DeltaTableError(f"Delta sink: {self.location} is a file, not a directory")
+        if not DeltaTable.is_deltatable(self.location):
+            if _holds_files(self.location):
+                raise DeltaTableError(
+                    f"Delta sink: {self.location} holds files and is not a Delta table (no "
+                    "_delta_log): give the path of a Delta table, of an empty directory, or "
+                    "of none"
+                )
+            # "ignore": a table another job created meanwhile is checked below like any
+            DeltaTable.create(
+                self.location,
+                Schema.from_arrow(self.schema),
+                mode="ignore",
+                partition_by=list(self.partition_columns) or None,
+            )
+        self.check_table(DeltaTable(self.location))
+
+    def check_table(self, table: Any) -> None:
+        """Refuse a table (a ``DeltaTable``) whose schema, partitioning or writer features
+        the sink's appends would not honour. Also at every commit: another writer may have
+        replaced the table since the job started."""
+        self._check_schema(pa.schema(table.schema().to_arrow()))
+        partitioned = tuple(table.metadata().partition_columns)
+        if partitioned != self.partition_columns:
+            raise DeltaTableError(
+                f"Delta table {self.location} is partitioned by {list(partitioned)}, the "
+                f"sink by {list(self.partition_columns)}"
+            )
+        configuration = table.metadata().configuration
+        refused = [key for key in configuration if key.startswith(_REFUSED_SETTINGS)]
+        mapping = configuration.get("delta.columnMapping.mode", "none")
+        if mapping != "none":
+            refused.append(f"delta.columnMapping.mode={mapping}")
+        features = table.protocol().writer_features or []
+        refused += [f"writer feature {f}" for f in features if f not in _WRITER_FEATURES]
+        if refused:
+            raise DeltaTableError(
+                f"Delta table {self.location} asks its writers for what the sink does not do "
+                f"({', '.join(refused)}): the sink appends plain rows only"
+            )
 
     def _check_schema(self, have: pa.Schema) -> None:
         want = self.schema
@@ -128,10 +178,17 @@ class DeltaTableSpec:
                 f"type {want.names}"
             )
         for theirs, ours in zip(have, want, strict=True):
-            if theirs.type != ours.type:
+            if not theirs.nullable or theirs.type != ours.type:
+                nullable = "" if theirs.nullable else "NOT NULL "
                 raise DeltaTableError(
-                    f"Delta table {self.location}: column '{ours.name}' is {theirs.type}, the "
-                    f"sink's row type makes it {ours.type}"
+                    f"Delta table {self.location}: column '{ours.name}' is {nullable}"
+                    f"{theirs.type}, the sink writes it as {ours.type} (nullable, as every "
+                    "column and nested field of the row type)"
+                )
+            if theirs.metadata and any(k.startswith(_FIELD_RULES) for k in theirs.metadata):
+                raise DeltaTableError(
+                    f"Delta table {self.location}: column '{ours.name}' is generated, an "
+                    "identity column or has an invariant, which the sink does not honour"
                 )
 
     def partition_directory(self, values: tuple[Any, ...]) -> tuple[str, dict[str, str | None]]:
@@ -144,6 +201,12 @@ class DeltaTableSpec:
             logged[column] = text
             parts.append(f"{_escape(column)}={NULL_PARTITION if text is None else _escape(text)}")
         return "/".join(parts), logged
+
+
+def _holds_files(directory: str) -> bool:
+    """Whether ``directory`` holds a file, in it or below: empty directories (a partition's,
+    left by an aborted file) do not make it something else than a table-to-be."""
+    return any(files for _, _, files in os.walk(directory))
 
 
 def _holds_time(data_type: pa.DataType) -> bool:

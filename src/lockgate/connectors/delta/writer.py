@@ -141,7 +141,10 @@ class DeltaSinkWriter(Operator):
         else:  # each subtask commits its own files, as an application of its own
             app_id = f"{self.app_id}-{ctx.index}"
             committable = DeltaCommittable(ctx.epoch, app_id, version, tuple(files))
-            commit_files(self.spec, app_id, [committable])
+            if not commit_files(self.spec, app_id, [committable]):
+                # another attempt of this epoch committed its files: these are nobody's
+                for written in files:
+                    os.remove(os.path.join(self.spec.location, written.path))
 
 
 def delta_sink_writer(
