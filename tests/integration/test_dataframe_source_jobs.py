@@ -129,6 +129,8 @@ def test_dataframes_that_cannot_be_read_again_alike_are_refused(make_env, spark)
         )
     with pytest.raises(SourceError, match=r"no column 'missing'"):
         env.from_dataframe(spark.range(3), Types.ROW_NAMED(["missing"], [Types.LONG()]))
+    with pytest.raises(SourceError, match=r"no columns"):
+        env.from_dataframe(spark.range(3).select())
     with pytest.raises(TypeError, match=r"needs a pyspark.sql.DataFrame"):
         env.from_dataframe([1, 2, 3])
 
@@ -178,3 +180,20 @@ def test_state_bootstrapped_from_a_dataframe_goes_on_without_it(make_env, spark,
     live = env.from_collection([("u0",), ("u2",)]).uid("live")
     counted = live.key_by(lambda row: row[0]).process(CountPerUser()).uid("counts")
     assert sorted(collect(counted)) == [("u0", 11), ("u2", 11)]
+
+
+def test_a_dataframe_that_fails_to_stage_leaves_no_files(make_env, spark, tmp_path):
+    from pyspark.sql.functions import udf
+
+    @udf("long")
+    def explode_on_seven(value):
+        if value == 7:
+            raise ValueError("no sevens")
+        return value
+
+    env = make_env(parallelism=1)
+    env.from_dataframe(spark.range(10, numPartitions=2).select(explode_on_seven("id"))).print()
+    with pytest.raises(SourceError, match="could not stage the DataFrame's partitions"):
+        env.execute("fails while staging")
+    # the run's work directory (its staged partitions, its lease) went with its failure
+    assert not [p for p in (tmp_path / "work").iterdir() if p.is_dir()]

@@ -17,12 +17,13 @@ SIZES_VERSION = 1
 
 @dataclass(frozen=True)
 class DataFrameSplitsState(Record, format=SIZES_FORMAT, version=SIZES_VERSION):
-    """Every partition's position, and its size: a run that stages the DataFrame again
+    """Every partition's position, size and digest: a run that stages the DataFrame again
     checks that it has the partitions the checkpoint read (a DataFrame that is not
     deterministic would have other rows at the same positions)."""
 
     positions: dict[str, Position]
     sizes: dict[str, Position]
+    digests: dict[str, str]
 
 
 class DataFrameEnumerator(OffsetSplitEnumerator):
@@ -41,10 +42,10 @@ class DataFrameEnumerator(OffsetSplitEnumerator):
         return self.partitions[int(assignment.split)].to_json()
 
     def snapshot(self) -> dict[str, Any]:
-        state: dict[str, Any] = DataFrameSplitsState(
-            dict(self.positions), dict(self.ends)
-        ).to_json()
-        return state
+        digests = {str(i): part.digest for i, part in enumerate(self.partitions)}
+        state = DataFrameSplitsState(dict(self.positions), dict(self.ends), digests)
+        snapshot: dict[str, Any] = state.to_json()
+        return snapshot
 
     def restore(self, snapshot: Any, where: str) -> None:
         state = DataFrameSplitsState.from_json(snapshot, where)
@@ -56,5 +57,14 @@ class DataFrameEnumerator(OffsetSplitEnumerator):
                 f"(partition {changed[0]}: {state.sizes.get(changed[0], 'none')} rows then, "
                 f"{self.ends.get(changed[0], 'none')} now): from_dataframe needs a DataFrame "
                 "that computes the same partitions every time (read from files, not sampled)"
+            )
+        digests = {str(i): part.digest for i, part in enumerate(self.partitions)}
+        changed = sorted((s for s in digests if state.digests.get(s) != digests[s]), key=int)
+        if changed:
+            raise RecordFormatError(
+                f"{where}: partition {changed[0]} of the DataFrame has the rows it had when it "
+                "was checkpointed, but not in the same order (or other rows of the same "
+                "count): after a shuffle (groupBy, join, repartition) the order within a "
+                "partition is not deterministic; sortWithinPartitions on a unique key fixes it"
             )
         super().restore(OffsetSplitsState(state.positions).to_json(), where)

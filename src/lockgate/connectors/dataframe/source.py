@@ -37,6 +37,11 @@ class DataFrameSource(Source):
                 "from_dataframe reads a bounded DataFrame, not a streaming one (readStream): "
                 "read it with spark.read, or read its source with a lockgate connector"
             )
+        if not df.columns:
+            raise SourceError(
+                "from_dataframe: the DataFrame has no columns, so its rows would be lost "
+                "(Spark hands no row without columns to Arrow): select at least one column"
+            )
         if not df._jdf.queryExecution().analyzed().deterministic():
             raise SourceError(
                 "from_dataframe needs a deterministic DataFrame, and this one's plan computes "

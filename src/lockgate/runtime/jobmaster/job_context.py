@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from lockgate.checkpoint.coordinator import CheckpointCoordinator
 from lockgate.checkpoint.shared_state_registry import SharedStateRegistry
 from lockgate.common import config_options as options
+from lockgate.core.fs.directory_lease import DirectoryLease, lease_work_directory
 from lockgate.core.fs.storage import Storage
 from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.jobmaster.collected_results import CollectedResults
@@ -42,6 +43,7 @@ class JobContext:
     summary: JobSummary  # statistics per epoch and checkpoint, restarts
     cancelled: threading.Event  # set from any thread: stop after the running epoch
     keys: RunKeys  # what each run's tasks and subtask hosts prove to each other
+    work_lease: DirectoryLease | None  # held while the job runs (None: not a local directory)
 
     @staticmethod
     def create(job: JobGraph, settings: JobSettings) -> JobContext:
@@ -50,8 +52,17 @@ class JobContext:
         if settings.checkpoint_dir:
             job_root = Storage(settings.checkpoint_dir).make_private(options.CHECKPOINT_DIR.key)
         state_files = job_root.child("shared") if job_root else work.child("state")
-        for vertex in job.sources:  # before their enumerators, which plan what they stage
-            vertex.head.source.prepare(work.child(f"sources/{vertex.id}"))
+        # Leased before sources stage into it, so that what a run killed meanwhile staged is
+        # swept by the next run (a directory without a lease is not a killed run's)
+        work_lease = lease_work_directory(work)
+        try:
+            for vertex in job.sources:  # before their enumerators, which plan what they stage
+                vertex.head.source.prepare(work.child(f"sources/{vertex.id}"))
+        except BaseException:
+            work.remove("")
+            if work_lease is not None:
+                work_lease.release()
+            raise
         coordinator = CheckpointCoordinator(
             settings.checkpoint,
             settings.job_id,
@@ -77,4 +88,5 @@ class JobContext:
             ),
             cancelled=threading.Event(),
             keys=RunKeys(job),
+            work_lease=work_lease,
         )

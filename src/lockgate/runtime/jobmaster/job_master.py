@@ -22,11 +22,7 @@ from pyspark.sql import SparkSession
 
 from lockgate.checkpoint.coordinator import CheckpointSettings
 from lockgate.common import config_options as options
-from lockgate.core.fs.directory_lease import (
-    DirectoryLease,
-    lease_job_directory,
-    lease_work_directory,
-)
+from lockgate.core.fs.directory_lease import DirectoryLease, lease_job_directory
 from lockgate.graph.job_graph import JobGraph
 from lockgate.graph.shipped_graph import ship
 from lockgate.runtime.errors import JobExecutionError
@@ -430,8 +426,7 @@ def _lease_local_directories(ctx: JobContext) -> list[DirectoryLease]:
     """Leases on the job's directories on this machine, for as long as it runs: its work
     directory, and in local mode its RocksDB directories too (the executors' disk is this
     machine's), which a subtask host between two runs of the job would not hold."""
-    work = lease_work_directory(ctx.work)
-    leases = [work] if work is not None else []
+    leases = [ctx.work_lease] if ctx.work_lease is not None else []
     keyed_state = ctx.settings.keyed_state
     if keyed_state.backend == manifests.ROCKSDB and ctx.settings.local_spark:
         for directory in keyed_state.job_local_dirs():

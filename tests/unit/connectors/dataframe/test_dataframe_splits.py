@@ -24,7 +24,7 @@ def staged_file(tmp_path, rows: int, batch_rows: int) -> StagedPartition:
         for start in range(0, rows, batch_rows):
             ids = list(range(start, min(rows, start + batch_rows)))
             writer.write_batch(pa.RecordBatch.from_pydict({"id": ids}, schema=schema))
-    return StagedPartition(f"file://{path}", rows, batch_rows)
+    return StagedPartition(f"file://{path}", rows, "d", batch_rows)
 
 
 def test_ranges_across_batches_read_each_row_once(tmp_path) -> None:
@@ -42,14 +42,14 @@ def test_ranges_across_batches_read_each_row_once(tmp_path) -> None:
 
 
 def test_a_staged_file_that_is_gone_names_the_partition(tmp_path) -> None:
-    staged = StagedPartition(f"file://{tmp_path}/gone.arrow", 5)
+    staged = StagedPartition(f"file://{tmp_path}/gone.arrow", 5, "d")
     rows_of = RowsFromArrow(ROW_TYPE, "test").rows
     with pytest.raises(SourceError, match=r"DataFrame partition 0: its staged file .*gone"):
         list(read_partition(SplitAssignment("0", 0, 5, True), staged, rows_of, {}))
 
 
 def test_restore_refuses_a_checkpoint_of_other_partitions() -> None:
-    parts = [StagedPartition("file:///a", 10), StagedPartition("file:///b", 7)]
+    parts = [StagedPartition("file:///a", 10, "d0"), StagedPartition("file:///b", 7, "d1")]
     first = DataFrameEnumerator(parts, 2)
     first.acknowledge({"0": SplitProgress(4, False)})
     snapshot = first.snapshot()
@@ -62,6 +62,9 @@ def test_restore_refuses_a_checkpoint_of_other_partitions() -> None:
         1: [SplitAssignment("1", 0, 7, True)],
     }
 
-    changed = DataFrameEnumerator([parts[0], StagedPartition("file:///b", 8)], 2)
+    changed = DataFrameEnumerator([parts[0], StagedPartition("file:///b", 8, "d1")], 2)
     with pytest.raises(RecordFormatError, match=r"chk-1: .*partition 1: 7 rows then, 8 now"):
         changed.restore(snapshot, "chk-1")
+    reordered = DataFrameEnumerator([parts[0], StagedPartition("file:///b", 7, "other")], 2)
+    with pytest.raises(RecordFormatError, match=r"partition 1 .* not in the same order"):
+        reordered.restore(snapshot, "chk-1")
