@@ -1,15 +1,22 @@
 """The Parquet files already under a sink's base path, checked against the schema the sink
 writes, on the driver before the job starts: a directory whose files do not share a schema is
 one no reader can read as a table (Spark takes one footer's schema, or fails merging them).
-Only footers are read."""
+Only footers are read.
+
+The check is exact: each of the sink's columns must be in the file with the type the sink's
+own files have. A column that would only widen (``int32`` where the sink writes ``int64``) is
+refused: Spark without a declared schema fails on the directory
+(``PARQUET_COLUMN_DATA_TYPE_MISMATCH``), and so does pyarrow's dataset. Extra columns of a
+file are accepted: both readers read a file without a column of the schema they chose as
+nulls, and drop a file's column that schema lacks."""
 
 from __future__ import annotations
+
+import io
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
-
-from lockgate.common.arrow_rows import ArrowTypeError, check_columns
 
 
 class ParquetOutputError(ValueError):
@@ -33,8 +40,10 @@ def visible_files(base_path: str, suffix: str) -> list[str]:
 
 def check_existing_files(base_path: str, suffix: str, schema: pa.Schema) -> None:
     """Refuse a visible file under ``base_path`` named like the sink's parts (ending with
-    ``suffix``) that is not Parquet, or whose columns cannot be read as ``schema``'s."""
+    ``suffix``) that is not Parquet, or that lacks a column of ``schema`` or has it with
+    another type than the sink's files have."""
     fs, _ = url_to_fs(base_path)
+    written = _as_written(schema)
     for path in visible_files(base_path, suffix):
         url = fs.unstrip_protocol(path) if "://" in base_path else path
         try:
@@ -45,10 +54,33 @@ def check_existing_files(base_path: str, suffix: str, schema: pa.Schema) -> None
                 f"the Parquet sink's base path {base_path} holds {url}, which is not a Parquet "
                 f"file ({exc}): readers of the directory would fail on it"
             ) from None
-        try:
-            check_columns(have, schema, f"existing file {url}")
-        except ArrowTypeError as exc:
+        problem = _difference(have, written)
+        if problem:
             raise ParquetOutputError(
                 f"the Parquet sink's row type does not match a file already under its base "
-                f"path: {exc}; write to another directory, or declare the files' schema"
-            ) from None
+                f"path: existing file {url} {problem}; readers of the directory would fail on "
+                "the two kinds of files: write to another directory, or declare the files' "
+                "schema"
+            )
+
+
+def _as_written(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as a Parquet file of it reads back (a list's element is named
+    ``element`` in the file, for one), so that footers compare with what the sink writes."""
+    buffer = io.BytesIO()
+    pq.write_table(schema.empty_table(), buffer)
+    return pq.read_schema(io.BytesIO(buffer.getvalue()))
+
+
+def _difference(have: pa.Schema, want: pa.Schema) -> str:
+    """How a file's schema ``have`` differs in ``want``'s columns ("" when it does not)."""
+    for field in want:
+        index = have.get_field_index(field.name)
+        if index < 0:
+            return f"has no column '{field.name}' (its columns: {', '.join(have.names)})"
+        if have.field(index).type != field.type:
+            return (
+                f"has the column '{field.name}' as {have.field(index).type}; the sink writes "
+                f"{field.type}"
+            )
+    return ""
