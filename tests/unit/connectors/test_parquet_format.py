@@ -147,16 +147,18 @@ def test_timestamps_with_a_zone_read_as_utc_or_local_wall_clock(tmp_path, monkey
     try:
         instant = datetime.datetime(2024, 1, 1, 12, tzinfo=datetime.UTC)
         path = tmp_path / "ts.parquet"
-        pq.write_table(
-            pa.table({"at": pa.array([instant, None], pa.timestamp("us", tz="UTC"))}), path
-        )
+        table = pa.table({"at": pa.array([instant, None], pa.timestamp("us", tz="UTC"))})
+        pq.write_table(table, path)
+        int96 = tmp_path / "int96.parquet"  # Spark's and Hive's timestamps: UTC instants
+        pq.write_table(table, int96, use_deprecated_int96_timestamps=True)
         row_type = Types.ROW_NAMED(["at"], [Types.SQL_TIMESTAMP()])
-        utc = flat(
-            read_epochs(parquet_source(path, row_type=row_type, is_utc_timestamp=True), 1, 5)
-        )
-        local = flat(read_epochs(parquet_source(path, row_type=row_type), 1, 5))
-        assert [r.at for r in utc] == [datetime.datetime(2024, 1, 1, 12), None]
-        assert [r.at for r in local] == [datetime.datetime(2024, 1, 1, 7), None]
+        for file in (path, int96):
+            utc = flat(
+                read_epochs(parquet_source(file, row_type=row_type, is_utc_timestamp=True), 1, 5)
+            )
+            local = flat(read_epochs(parquet_source(file, row_type=row_type), 1, 5))
+            assert [r.at for r in utc] == [datetime.datetime(2024, 1, 1, 12), None]
+            assert [r.at for r in local] == [datetime.datetime(2024, 1, 1, 7), None], file
         instants = Types.ROW_NAMED(["at"], [Types.INSTANT()])
         [first, _] = flat(read_epochs(parquet_source(path, row_type=instants), 1, 5))
         assert first.at.to_epoch_milli() == int(instant.timestamp() * 1000)

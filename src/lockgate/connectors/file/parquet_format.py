@@ -66,7 +66,7 @@ class ParquetFormat(FileFormat):
 
     def split_file(self, path: str) -> list[int]:
         with _open(path) as parquet:
-            self._conform(_empty(parquet.schema_arrow), path)
+            self._conform(_empty(parquet.schema_arrow), path, _int96_columns(parquet))
             return list(range(parquet.metadata.num_row_groups))
 
     def read(
@@ -76,6 +76,7 @@ class ParquetFormat(FileFormat):
         position = start
         with _open(path) as parquet:
             total = parquet.metadata.row_group(group).num_rows
+            int96 = _int96_columns(parquet)
             skip = start
             batches = parquet.iter_batches(
                 self.batch_size, [group], self._columns(parquet.schema_arrow, path)
@@ -88,7 +89,7 @@ class ParquetFormat(FileFormat):
                     continue
                 batch = batch.slice(skip, max_records - (position - start))
                 skip = 0
-                yield from self._rows.rows(self._conform(batch, path))
+                yield from self._rows.rows(self._conform(batch, path, int96))
                 position += batch.num_rows
         progress[split] = SplitProgress(position, position >= total)
 
@@ -119,27 +120,34 @@ class ParquetFormat(FileFormat):
             columns.append(found[0])
         return columns
 
-    def _conform(self, batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
-        """The batch's columns as the row type's (renamed, widened); zoned timestamps read
-        into SQL timestamps as their wall clock in UTC or in the local zone."""
+    def _conform(self, batch: pa.RecordBatch, path: str, int96: set[str]) -> pa.RecordBatch:
+        """The batch's columns as the row type's (renamed, widened); instants (zoned
+        timestamps, and the ``INT96`` timestamps of Spark and Hive, which are UTC instants
+        that pyarrow reads without a zone) read into SQL timestamps as their wall clock in
+        UTC or in the local zone."""
         columns = self._columns(batch.schema, path)
-        arrays = []
-        for name, column in zip(self.schema.names, columns, strict=True):
-            array = batch.column(column)
-            if name in self._timestamps and pa.types.is_timestamp(array.type) and array.type.tz:
-                array = self._wall_clock(array)
-            arrays.append(array)
-        renamed = pa.RecordBatch.from_arrays(arrays, names=self.schema.names)
         where = f"ParquetColumnarRowInputFormat cannot read {path}"
         try:
+            arrays = []
+            for name, column in zip(self.schema.names, columns, strict=True):
+                array = batch.column(column)
+                if name in self._timestamps and pa.types.is_timestamp(array.type):
+                    if column in int96:
+                        array = array.cast(pa.timestamp(array.type.unit, tz="UTC"))
+                    if array.type.tz:
+                        array = self._wall_clock(array, self.schema.field(name).type)
+                arrays.append(array)
+            renamed = pa.RecordBatch.from_arrays(arrays, names=self.schema.names)
             return conform(renamed, self.schema, where)
         except ArrowTypeError as exc:
             raise SourceError(str(exc)) from None
         except pa.ArrowInvalid as exc:
             raise SourceError(f"{where}: {exc}") from None
 
-    def _wall_clock(self, array: pa.Array) -> pa.Array:
-        naive = pa.timestamp(array.type.unit)
+    def _wall_clock(self, array: pa.Array, naive: pa.DataType) -> pa.Array:
+        """The wall clock of an array of instants, as ``naive`` (the row type's SQL
+        timestamp); a value finer than ``naive`` fails (ArrowInvalid) rather than being cut."""
+        array = array.cast(pa.timestamp(naive.unit, tz="UTC"))
         if self.is_utc_timestamp:
             return array.cast(naive)  # the UTC instant's own fields
         values = [
@@ -163,6 +171,16 @@ def _open(path: str) -> Iterator[pq.ParquetFile]:
             raise SourceError(f"ParquetColumnarRowInputFormat cannot read {path}: {exc}") from None
         with parquet:
             yield parquet
+
+
+def _int96_columns(parquet: pq.ParquetFile) -> set[str]:
+    """The top-level columns stored as ``INT96`` timestamps."""
+    schema = parquet.schema
+    return {
+        column.path
+        for column in (schema.column(i) for i in range(len(schema)))
+        if column.physical_type == "INT96" and "." not in column.path
+    }
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:
