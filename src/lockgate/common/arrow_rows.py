@@ -420,3 +420,91 @@ def _to_arrow(type_info: TypeInformation) -> ValueConverter:
 
 def _instant_to_arrow(value: Instant) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(seconds=value.seconds, microseconds=value.nanos // 1000)
+
+
+def decimal_check(row_type: RowTypeInfo) -> Callable[[Row], None] | None:
+    """A check of one row's BIG_DEC values (also inside nested rows, lists and maps) against
+    their Arrow column, ``decimal128(38, 18)``, which holds fewer values than a Python
+    ``Decimal`` (BIG_INT values are longs, which ``decimal128(38, 0)`` holds): a writer
+    checks each record with it as it arrives, so that a value that does not fit fails naming
+    its record rather than the batch of rows it is converted with. None when the row type
+    has no such field."""
+    return _decimal_check(row_type, "")
+
+
+def _decimal_check(type_info: TypeInformation, where: str) -> Callable[[Any], None] | None:
+    if isinstance(type_info, BasicTypeInfo):
+        if type_info._basic_type is not BasicType.BIG_DEC:
+            return None
+        return lambda value: _check_decimal(value, where)
+    if isinstance(type_info, RowTypeInfo | TupleTypeInfo):
+        names = (
+            type_info.get_field_names()
+            if isinstance(type_info, RowTypeInfo)
+            else [f"f{i}" for i in range(len(type_info.get_field_types()))]
+        )
+        checks = [
+            (index, check)
+            for index, (name, t) in enumerate(zip(names, type_info.get_field_types(), strict=True))
+            if (check := _decimal_check(t, f"{where}.{name}" if where else name)) is not None
+        ]
+        if not checks:
+            return None
+
+        def struct(value: Any) -> None:
+            values = value._values if isinstance(value, Row) else value
+            for index, check in checks:
+                if values[index] is not None:
+                    check(values[index])
+
+        return struct
+    element: TypeInformation | None = None
+    if isinstance(type_info, BasicArrayTypeInfo | ObjectArrayTypeInfo | PrimitiveArrayTypeInfo):
+        element = type_info._element_type
+    elif isinstance(type_info, ListTypeInfo):
+        element = type_info.elem_type
+    if element is not None:
+        check_element = _decimal_check(element, f"{where}[]")
+        if check_element is None:
+            return None
+
+        def list_(values: Sequence[Any]) -> None:
+            for v in values:
+                if v is not None:
+                    check_element(v)
+
+        return list_
+    if isinstance(type_info, MapTypeInfo):
+        key = _decimal_check(type_info._key_type_info, f"{where}{{}}")
+        item = _decimal_check(type_info._value_type_info, f"{where}{{}}")
+        if key is None and item is None:
+            return None
+
+        def map_(mapping: dict[Any, Any]) -> None:
+            for k, v in mapping.items():
+                if key is not None and k is not None:
+                    key(k)
+                if item is not None and v is not None:
+                    item(v)
+
+        return map_
+    return None
+
+
+_DECIMAL_CONTEXT = decimal.Context(prec=80)
+
+
+def _check_decimal(value: decimal.Decimal, where: str) -> None:
+    column = _BASIC_ARROW[BasicType.BIG_DEC]
+    scale = column.scale
+    if not value.is_finite():
+        problem = "not a finite number"
+    elif value.adjusted() >= 38 - scale:
+        problem = f"more than {38 - scale} digits before the decimal point"
+    elif value.as_tuple().exponent < -scale and value != value.quantize(
+        decimal.Decimal(1).scaleb(-scale), context=_DECIMAL_CONTEXT
+    ):
+        problem = f"more than {scale} digits after the decimal point"
+    else:
+        return
+    raise ArrowTypeError(f"field '{where}' (Arrow's {column}) cannot hold {value!r}: {problem}")
