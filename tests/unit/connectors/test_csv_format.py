@@ -261,3 +261,14 @@ def test_a_stream_read_without_type_info_declares_the_schemas_row_type(tmp_path)
     assert stream.get_type() == schema.get_type_info() == source.produced_type
     typed = env.from_source(source, WatermarkStrategy.no_watermarks(), "csv", Types.STRING())
     assert typed.get_type() == Types.STRING()
+
+
+def test_a_byte_order_mark_at_the_files_start_is_skipped(tmp_path):
+    """As Jackson's CSV reader does; with a header, the BOM would otherwise be part of the
+    first column's name."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfid,name,tags,ok\n1,a,b,true\n")
+    assert read_all(people_with_header(), path) == [Row(id=1, name="a", tags=["b"], ok=True)]
+    path.write_bytes(b"\xef\xbb\xbf1,a,b,true\n2,b,c,false\n")
+    epochs = read_epochs(csv_source(people(), path), 1, 1)
+    assert [row.id for row in flat(epochs)] == [1, 2]

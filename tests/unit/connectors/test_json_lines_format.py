@@ -164,3 +164,10 @@ def test_the_format_refuses_what_it_cannot_read():
         JsonLinesReaderFormat.for_row_type(
             EVENT, fail_on_missing_field=True, ignore_parse_errors=True
         )
+
+
+def test_a_byte_order_mark_at_the_files_start_is_skipped(tmp_path):
+    """As Jackson does; only at the start of the file (one inside is not JSON)."""
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + f"{json.dumps(event(0))}\n{json.dumps(event(1))}\n".encode())
+    assert flat(read_epochs(json_source(EVENT, path), 1, 1)) == [event_row(0), event_row(1)]

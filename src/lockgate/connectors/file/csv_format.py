@@ -17,6 +17,7 @@ record.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import decimal
 from collections.abc import Callable, Iterator
@@ -122,10 +123,14 @@ class CsvFormat(FileFormat):
         except FileNotFoundError:
             raise SourceError(f"FileSource input file disappeared: {path}") from None
         with handle:
+            at_file_start = start == 0
+            handle.seek(start)
+            if at_file_start and handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
+                start = len(codecs.BOM_UTF8)  # a byte order mark: skipped, as Jackson does
             handle.seek(start)
             cursor = _Cursor(handle, start, self.options.allow_comments)
             reader = csv.reader(cursor.lines(), **self.options.dialect())
-            if start == 0:
+            if at_file_start:
                 self._skip_header(path, reader, cursor)
             count = 0
             names, converters, arity = self.names, self._converters, len(self.columns)
