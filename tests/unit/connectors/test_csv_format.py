@@ -132,6 +132,24 @@ def test_column_types_nulls_and_separators(tmp_path):
     assert rows[2].s == "esc|aped" and rows[2].ns == [4]
 
 
+def test_escape_sequences_are_jacksons(tmp_path):
+    """``\\n``, ``\\r``, ``\\t`` and ``\\0`` are control characters, as in Jackson's
+    reader; another escaped character is itself, an escaped escape character too."""
+    schema = (
+        CsvSchema.builder()
+        .add_string_column("a")
+        .add_string_column("b")
+        .set_escape_char("\\")
+        .build()
+    )
+    path = tmp_path / "escapes.csv"
+    path.write_text('x\\ny\\tz\\r\\0,\\,\\\\n\n"q\\nq",\\"\n')
+    assert read_all(schema, path) == [
+        Row(a="x\ny\tz\r\0", b=",\\n"),
+        Row(a="q\nq", b='"'),
+    ]
+
+
 def test_quotes_can_be_disabled(tmp_path):
     schema = CsvSchema.builder().add_string_column("a").add_string_column("b")
     path = tmp_path / "q.csv"

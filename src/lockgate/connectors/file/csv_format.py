@@ -20,6 +20,7 @@ from __future__ import annotations
 import codecs
 import csv
 import decimal
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -50,6 +51,7 @@ _RANGES = {
     )
 }
 _BOOLEANS = {"true": True, "false": False}
+_JACKSON_ESCAPES = {"0": "\0", "n": "\n", "r": "\r", "t": "\t"}
 # what a field's text may fail with in its converter
 _FIELD_ERRORS = (ValueError, ArithmeticError, RecordTypeError)
 # how much of a bad record an error shows
@@ -129,7 +131,10 @@ class CsvFormat(FileFormat):
                 start = len(codecs.BOM_UTF8)  # a byte order mark: skipped, as Jackson does
             handle.seek(start)
             cursor = _Cursor(handle, start, self.options.allow_comments)
-            reader = csv.reader(cursor.lines(), **self.options.dialect())
+            lines = cursor.lines()
+            if self.options.escape_char is not None:
+                lines = _jackson_escapes(lines, self.options.escape_char)
+            reader = csv.reader(lines, **self.options.dialect())
             if at_file_start:
                 self._skip_header(path, reader, cursor)
             count = 0
@@ -253,6 +258,21 @@ def _line_pieces(raw: bytes) -> Iterator[bytes]:
         end = cr + 2 if raw[cr + 1 : cr + 2] == b"\n" else cr + 1
         yield raw[start:end]
         start = end
+
+
+def _jackson_escapes(lines: Iterator[str], escape: str) -> Iterator[str]:
+    """Lines whose escape sequences ``0``, ``n``, ``r`` and ``t`` become the escaped control
+    character, which Python's parser then takes as it is: Jackson's CSV reader unescapes
+    these four to NUL, line feed, carriage return and tab; any other escaped character
+    (the separator, the quote, the escape character itself) stands for itself in both."""
+    pattern = re.compile(re.escape(escape) + "(.)", re.DOTALL)
+
+    def unescape(match: re.Match[str]) -> str:
+        char = match.group(1)
+        return escape + _JACKSON_ESCAPES.get(char, char)
+
+    for line in lines:
+        yield pattern.sub(unescape, line) if escape in line else line
 
 
 def _nullable(convert: Callable[[str], Any], null_value: str | None) -> Callable[[str], Any]:
