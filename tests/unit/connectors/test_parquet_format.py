@@ -70,7 +70,7 @@ def test_splits_and_positions_in_the_checkpoint(tmp_path):
     enumerator.acknowledge(progress)
     state = FileEnumeratorState.from_json(through_json(enumerator.snapshot()), "test")
     assert state == FileEnumeratorState(
-        (FileSplit(str(path), 0, 3, 0), FileSplit(str(path), 1, 3, 1)), ()
+        (FileSplit(str(path), 0, 3, 0), FileSplit(str(path), 1, 3, 1)), (), parallelism=2
     )
     assert state.to_json()["reading"][0] == {
         "path": str(path),

@@ -138,6 +138,8 @@ class FileEnumeratorState(Record, format=STATE_FORMAT, version=STATE_VERSION):
     reading: tuple[FileSplit, ...]  # splits not read to their end, by path and part
     # files read to their end that the last listing showed, sorted (front-coded in JSON)
     finished: Annotated[tuple[str, ...], Custom(_front_code, _front_decode)]
+    # the parallelism the splits were assigned at (None: a checkpoint from before it was kept)
+    parallelism: Annotated[int | None, ADDED] = None
 
     def validate(self, where: str) -> None:
         splits = Counter(split.id for split in self.reading)
@@ -151,6 +153,30 @@ class FileEnumeratorState(Record, format=STATE_FORMAT, version=STATE_VERSION):
 
 def _split_order(split: FileSplit) -> tuple[str, int]:
     return split.path, -1 if split.part is None else split.part
+
+
+def _balanced(splits: tuple[FileSplit, ...], parallelism: int) -> tuple[FileSplit, ...]:
+    """``splits`` spread over ``parallelism`` subtasks, after a restore at another
+    parallelism: a split stays on its subtask while that subtask holds no more than an
+    equal share, the others go to the subtasks reading the fewest (new subtasks of a higher
+    parallelism among them). A split goes on from its position wherever it is read."""
+    share = -(-len(splits) // parallelism)
+    kept: Counter[int] = Counter()
+    placed: list[FileSplit] = []
+    moved: list[FileSplit] = []
+    for split in splits:
+        if split.subtask < parallelism and kept[split.subtask] < share:
+            kept[split.subtask] += 1
+            placed.append(split)
+        else:
+            moved.append(split)
+    least_busy = [(kept[subtask], subtask) for subtask in range(parallelism)]
+    heapq.heapify(least_busy)
+    for split in moved:
+        count, subtask = least_busy[0]
+        heapq.heapreplace(least_busy, (count + 1, subtask))
+        placed.append(replace(split, subtask=subtask))
+    return tuple(placed)
 
 
 class FileEnumerator(SplitEnumerator):
@@ -230,7 +256,8 @@ class FileEnumerator(SplitEnumerator):
             # even one taken before the first epoch was planned.
             self._list()
         reading = tuple(sorted(self.reading.values(), key=_split_order))
-        state: dict[str, Any] = FileEnumeratorState(reading, tuple(sorted(self.finished))).to_json()
+        finished = tuple(sorted(self.finished))
+        state: dict[str, Any] = FileEnumeratorState(reading, finished, self.parallelism).to_json()
         return state
 
     def restore(self, snapshot: Any, where: str) -> None:
@@ -238,11 +265,13 @@ class FileEnumerator(SplitEnumerator):
         for split in state.reading:
             if split.subtask < 0:
                 raise RecordFormatError(f"{where}: {split.id} is read by subtask {split.subtask}")
-        # at another parallelism, a split goes on from its position on another subtask
         self.reading = {}
         self.open_splits = Counter()
-        for split in state.reading:
-            self._add(replace(split, subtask=split.subtask % self.parallelism))
+        splits = state.reading
+        if state.parallelism != self.parallelism:
+            splits = _balanced(splits, self.parallelism)
+        for split in splits:
+            self._add(split)
         self.finished = set(state.finished)
         # A bounded source's files are those of the checkpoint; a continuous one lists at
         # once, since files may have come and gone after the checkpoint.
