@@ -4,6 +4,7 @@ columns matched and widened to the row type, files that do not fit refused on th
 from __future__ import annotations
 
 import datetime
+import pickle
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -11,6 +12,7 @@ import pytest
 from file_source_epochs import flat, read_epochs, through_json
 
 from lockgate.common import Configuration, Duration, Row, Types
+from lockgate.connectors.file import parquet_format
 from lockgate.connectors.file.enumerator import FileEnumeratorState, FileSplit
 from lockgate.core.source import SourceError
 from lockgate.datastream.connectors.file_system import FileSource
@@ -205,3 +207,22 @@ def test_nested_columns_are_rows_lists_and_maps(tmp_path):
         Row(p=Row(x=1, y=0.5), tags=["a", "b"], m={"k": 1}),
         Row(p=None, tags=[], m=None),
     ]
+
+
+def test_footers_are_read_once_by_validate_and_the_first_listing(tmp_path, monkeypatch):
+    for name in ("a", "b"):
+        write(tmp_path / f"{name}.parquet", range(3))
+    opened: list[str] = []
+    real_open = parquet_format._open
+
+    def counting_open(path):
+        opened.append(path)
+        return real_open(path)
+
+    monkeypatch.setattr(parquet_format, "_open", counting_open)
+    source = parquet_source(tmp_path)
+    source.validate()
+    assert sorted(opened) == [f"{tmp_path}/a.parquet", f"{tmp_path}/b.parquet"]
+    enumerator = source.create_enumerator(1)
+    assert len(enumerator.plan(10)[0]) == 2 and len(opened) == 2
+    assert pickle.loads(pickle.dumps(source)).file_format._row_groups == {}

@@ -4,12 +4,14 @@ job of the Parquet files already under the base path (footers only)."""
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from lockgate.common import Encoder, Types
-from lockgate.connectors.parquet.footers import ParquetOutputError
+from lockgate.connectors.parquet.footers import CHECKED_FILES, ParquetOutputError
 from lockgate.datastream.connectors.file_system import (
     BucketAssigner,
     FileSink,
@@ -103,4 +105,19 @@ def test_existing_files_of_nested_and_timestamp_columns_written_by_the_sink_are_
 def test_a_file_named_like_a_part_that_is_not_parquet_is_refused(tmp_path):
     (tmp_path / "part-x-0.parquet").write_text("id,name\n1,a\n")
     with pytest.raises(ParquetOutputError, match=r"part-x-0\.parquet, which is not a Parquet file"):
+        validate(tmp_path)
+
+
+def test_only_the_footers_of_the_newest_files_are_read(tmp_path):
+    """A start of the job reads a bounded number of footers, the newest files' (where a
+    file of another schema comes from: an earlier run or another writer)."""
+    good = pa.table({"id": [1], "name": ["a"]})
+    bad = tmp_path / "part-old.parquet"
+    write(bad, pa.table({"id": ["x"], "name": ["a"]}))
+    os.utime(bad, (1_000_000, 1_000_000))
+    for i in range(CHECKED_FILES):
+        write(tmp_path / f"part-{i}.parquet", good)
+    validate(tmp_path)  # the bad file is older than the checked ones
+    os.utime(bad)  # now the newest
+    with pytest.raises(ParquetOutputError, match=r"part-old\.parquet has the column 'id'"):
         validate(tmp_path)

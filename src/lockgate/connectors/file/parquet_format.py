@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -53,6 +54,8 @@ class ParquetFormat(FileFormat):
         self.is_utc_timestamp = is_utc_timestamp
         self.is_case_sensitive = is_case_sensitive
         self._rows = RowsFromArrow(row_type, where)
+        # row groups of the files validate read, until the first listing takes them
+        self._row_groups: dict[str, list[int]] = {}
         # SQL timestamps (no zone) that a column with a zone is read into
         self._timestamps = {
             name
@@ -61,10 +64,18 @@ class ParquetFormat(FileFormat):
         }
 
     def validate(self, list_files: Callable[[], list[str]]) -> None:
-        for path in list_files():
-            self.split_file(path)
+        """Check every file's footer; the row groups found are kept for the enumerator's
+        first listing, which runs on the driver next, so no footer is read twice."""
+        self._row_groups = {path: self._read_row_groups(path) for path in list_files()}
 
     def split_file(self, path: str) -> list[int]:
+        found = self._row_groups.pop(path, None)
+        return self._read_row_groups(path) if found is None else found
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_row_groups": {}}  # the driver's alone
+
+    def _read_row_groups(self, path: str) -> list[int]:
         with _open(path) as parquet:
             self._conform(_empty(parquet.schema_arrow), path, _int96_columns(parquet))
             return list(range(parquet.metadata.num_row_groups))
