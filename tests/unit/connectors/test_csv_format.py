@@ -11,7 +11,7 @@ from file_source_epochs import flat, read_epochs
 
 from lockgate.common import Row, Types
 from lockgate.common.unsupported import NotSupportedYetError
-from lockgate.core.source import SourceError
+from lockgate.core.source import SourceError, SplitAssignment
 from lockgate.datastream.connectors.file_system import FileSource
 from lockgate.datastream.formats.csv import CsvReaderFormat, CsvSchema
 
@@ -290,3 +290,14 @@ def test_a_byte_order_mark_at_the_files_start_is_skipped(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf1,a,b,true\n2,b,c,false\n")
     epochs = read_epochs(csv_source(people(), path), 1, 1)
     assert [row.id for row in flat(epochs)] == [1, 2]
+
+
+def test_a_file_shorter_than_the_position_reached_fails_naming_it(tmp_path):
+    """Files must not change once visible; one replaced by a shorter one would otherwise end
+    silently, as if read to its end."""
+    path = tmp_path / "people.csv"
+    path.write_text("1,a,b,true\n2,b,c,false\n")
+    source = csv_source(people(), path)
+    path.write_text("1,a,b,true\n")
+    with pytest.raises(SourceError, match=r"people\.csv changed since it was listed: it has 11 "):
+        list(source.read(SplitAssignment(str(path), 22, 10, False), None, {}))

@@ -14,7 +14,7 @@ from file_source_epochs import flat, read_epochs, through_json
 from lockgate.common import Configuration, Duration, Row, Types
 from lockgate.connectors.file import parquet_format
 from lockgate.connectors.file.enumerator import FileEnumeratorState, FileSplit
-from lockgate.core.source import SourceError
+from lockgate.core.source import SourceError, SplitAssignment
 from lockgate.datastream.connectors.file_system import FileSource
 from lockgate.datastream.formats.parquet import ParquetColumnarRowInputFormat
 
@@ -226,3 +226,20 @@ def test_footers_are_read_once_by_validate_and_the_first_listing(tmp_path, monke
     enumerator = source.create_enumerator(1)
     assert len(enumerator.plan(10)[0]) == 2 and len(opened) == 2
     assert pickle.loads(pickle.dumps(source)).file_format._row_groups == {}
+
+
+def test_a_file_replaced_by_a_smaller_one_fails_naming_it(tmp_path):
+    """Positions are row offsets in row groups listed earlier: a file rewritten since has
+    fewer, and reading on would read other rows or fail obscurely."""
+    path = tmp_path / "a.parquet"
+    write(path, range(12))  # three row groups of four rows, listed
+    source = parquet_source(path)
+    write(path, range(3))  # rewritten: one row group of three rows
+    for split, start, held in ((0, 4, "3 rows in row group 0"), (1, 0, "1 row groups")):
+        assignment = SplitAssignment(f"{path}#{split}", start, 2, False)
+        with pytest.raises(
+            SourceError,
+            match=f"a.parquet: the file changed since it was listed: it has {held}, but row "
+            f"group {split} was read to row {start}",
+        ):
+            list(source.read(assignment, None, {}))

@@ -31,7 +31,7 @@ from lockgate.common.type_conversion import RecordTypeError, record_converter
 from lockgate.common.typeinfo import BasicType, BasicTypeInfo, TypeInformation, Types
 from lockgate.common.types import Row, RowKind, _row
 from lockgate.connectors.file.format import FileFormat
-from lockgate.connectors.file.reader import line_number
+from lockgate.connectors.file.reader import line_number, open_at
 from lockgate.core.source import SourceError, SplitProgress
 
 _INTEGRAL = {BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG, BasicType.BIG_INT}
@@ -119,14 +119,8 @@ class CsvFormat(FileFormat):
         self, split: str, start: int, max_records: int, progress: dict[str, SplitProgress]
     ) -> Iterator[Row]:
         path = split
-        fs, local = url_to_fs(path)
-        try:
-            handle = fs.open(local, "rb")
-        except FileNotFoundError:
-            raise SourceError(f"FileSource input file disappeared: {path}") from None
-        with handle:
+        with open_at(path, start) as handle:
             at_file_start = start == 0
-            handle.seek(start)
             if at_file_start and handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
                 start = len(codecs.BOM_UTF8)  # a byte order mark: skipped, as Jackson does
             handle.seek(start)

@@ -86,7 +86,16 @@ class ParquetFormat(FileFormat):
         path, group = split_path(split)
         position = start
         with _open(path) as parquet:
-            total = parquet.metadata.row_group(group).num_rows
+            groups = parquet.metadata.num_row_groups
+            total = parquet.metadata.row_group(group).num_rows if group < groups else -1
+            if total < start:
+                held = f"{groups} row groups" if total < 0 else f"{total} rows in row group {group}"
+                raise SourceError(
+                    f"ParquetColumnarRowInputFormat cannot read {path}: the file changed since "
+                    f"it was listed: it has {held}, but row group {group} was read to row "
+                    f"{start} already (files must not change once visible: write them "
+                    "elsewhere and move them in)"
+                )
             int96 = _int96_columns(parquet)
             skip = start
             batches = parquet.iter_batches(
