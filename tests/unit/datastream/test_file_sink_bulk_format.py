@@ -5,12 +5,14 @@ job of the Parquet files already under the base path (footers only)."""
 from __future__ import annotations
 
 import os
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from lockgate.common import Encoder, Types
+from lockgate.connectors.file.sink import SinkError
 from lockgate.connectors.parquet.footers import CHECKED_FILES, ParquetOutputError
 from lockgate.datastream.connectors.file_system import (
     BucketAssigner,
@@ -121,3 +123,22 @@ def test_only_the_footers_of_the_newest_files_are_read(tmp_path):
     os.utime(bad)  # now the newest
     with pytest.raises(ParquetOutputError, match=r"part-old\.parquet has the column 'id'"):
         validate(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "prefix, suffix, message",
+    [
+        (".data", "", "part prefix '.data' starts with '.'"),
+        ("_data", "", "part prefix '_data' starts with '_'"),
+        ("a/b", "", "part prefix 'a/b' holds a path separator"),
+        ("data", ".x/parquet", "part suffix '.x/parquet' holds a path separator"),
+    ],
+)
+def test_part_names_that_would_not_be_visible_files_are_refused_before_the_job(
+    tmp_path, prefix, suffix, message
+):
+    sink = builder(tmp_path).with_output_file_config(OutputFileConfig(prefix, suffix)).build()
+    validator = sink.operator_spec().validator
+    assert validator is not None
+    with pytest.raises(SinkError, match=f"OutputFileConfig: the {re.escape(message)}"):
+        validator()
