@@ -12,10 +12,11 @@ import pytest
 from file_source_epochs import flat, read_epochs, through_json
 
 from lockgate.common import Configuration, Duration, Row, Types
+from lockgate.common.records import RecordFormatError
 from lockgate.connectors.file import parquet_format
 from lockgate.connectors.file.enumerator import FileEnumeratorState, FileSplit
 from lockgate.core.source import SourceError, SplitAssignment
-from lockgate.datastream.connectors.file_system import FileSource
+from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
 from lockgate.datastream.formats.parquet import ParquetColumnarRowInputFormat
 
 ROW = Types.ROW_NAMED(["id", "name"], [Types.LONG(), Types.STRING()])
@@ -243,3 +244,22 @@ def test_a_file_replaced_by_a_smaller_one_fails_naming_it(tmp_path):
             f"group {split} was read to row {start}",
         ):
             list(source.read(assignment, None, {}))
+
+
+def test_a_checkpoint_of_another_format_is_refused_at_restore(tmp_path):
+    """The same uid, once a text source (whole files), now a Parquet one (row groups)."""
+    write(tmp_path / "a.parquet", range(3))
+    text_state = FileEnumeratorState((FileSplit(f"{tmp_path}/a.parquet", 0, 12),), ())
+    enumerator = parquet_source(tmp_path).create_enumerator(1)
+    with pytest.raises(
+        RecordFormatError,
+        match=r"^chk-1: the split .*a\.parquet is a whole file, which "
+        "ParquetColumnarRowInputFormat does not read: the source with this uid read another",
+    ):
+        enumerator.restore(text_state.to_json(), "chk-1")
+    parquet_state = FileEnumeratorState((FileSplit(f"{tmp_path}/a.parquet", 0, 1, 0),), ())
+    text = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(tmp_path)
+    ).build()
+    with pytest.raises(RecordFormatError, match=r"a\.parquet#0 is a part of a file, which"):
+        text.create_enumerator(1).restore(parquet_state.to_json(), "chk-1")

@@ -190,9 +190,12 @@ class FileEnumerator(SplitEnumerator):
         monitor_interval_ms: int | None,
         parallelism: int,
         split_file: Callable[[str], list[int] | None] = lambda path: None,
+        format_splits: tuple[str, bool] = ("FileSource", False),
     ):
         self.list_files = list_files  # the source's listing of its visible files
         self.split_file = split_file  # the format's parts of a file (None: the whole file)
+        # the format's name, and whether its splits are parts of files
+        self.format_name, self.splits_files = format_splits
         self.monitor_interval_ms = monitor_interval_ms
         self.bounded = monitor_interval_ms is None
         self.parallelism = parallelism
@@ -265,6 +268,13 @@ class FileEnumerator(SplitEnumerator):
         for split in state.reading:
             if split.subtask < 0:
                 raise RecordFormatError(f"{where}: {split.id} is read by subtask {split.subtask}")
+            if (split.part is not None) != self.splits_files:
+                kind = "a part of a file" if split.part is not None else "a whole file"
+                raise RecordFormatError(
+                    f"{where}: the split {split.id} is {kind}, which {self.format_name} does "
+                    "not read: the source with this uid read another format when it was "
+                    "checkpointed (give a source of another format another uid)"
+                )
         self.reading = {}
         self.open_splits = Counter()
         splits = state.reading

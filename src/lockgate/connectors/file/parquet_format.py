@@ -33,6 +33,7 @@ from lockgate.core.source import SourceError, SplitProgress
 
 class ParquetFormat(FileFormat):
     name = "ParquetColumnarRowInputFormat"
+    splits_files = True
 
     def __init__(
         self,
