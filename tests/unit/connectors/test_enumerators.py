@@ -621,3 +621,15 @@ def test_a_damaged_file_snapshot_names_where_and_what(files, snapshot, message):
         enumerator.restore(snapshot, WHERE)
     assert str(info.value).startswith(WHERE)
     assert enumerator.snapshot() == before
+
+
+def test_text_lines_of_a_charset_are_decoded_and_unusable_charsets_refused(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes("caf\xe9\nna\xefve\n".encode("latin-1"))
+    source = AbstractFileSource([str(path)], TextLineFormat("ISO-8859-1"))
+    assert run_epoch(source, source.create_enumerator(1), 10) == ["caf\xe9", "na\xefve"]
+    with pytest.raises(ValueError, match="'UTF-99' is not a known charset"):
+        TextLineFormat("UTF-99")
+    for charset in ("UTF-16", "UTF-32LE", "cp500"):  # line ends are other bytes
+        with pytest.raises(ValueError, match=f"charset '{charset}' writes line ends as other"):
+            TextLineFormat(charset)

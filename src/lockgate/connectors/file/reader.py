@@ -5,6 +5,7 @@ Text lines are one such format, JSON lines another: each turns a line into its r
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
@@ -26,6 +27,16 @@ class TextLineFormat(FileFormat):
     ``StreamFormat.text_line_format``)."""
 
     def __init__(self, charset: str = "UTF-8"):
+        try:
+            codec = codecs.lookup(charset)
+        except (LookupError, TypeError):
+            raise ValueError(f"text_line_format: {charset!r} is not a known charset") from None
+        if codec.encode("\r\n")[0] != b"\r\n":
+            raise ValueError(
+                f"text_line_format: charset {charset!r} writes line ends as other bytes than "
+                "ASCII does (as UTF-16 and UTF-32 do); lines are split at the bytes of \\n "
+                "and \\r: convert such files to UTF-8"
+            )
         self.charset = charset
 
     def read(
