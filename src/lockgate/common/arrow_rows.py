@@ -257,10 +257,11 @@ def _widens(have: pa.DataType, want: pa.DataType) -> bool:
     if t.is_map(have) and t.is_map(want):
         return _widens(have.key_type, want.key_type) and _widens(have.item_type, want.item_type)
     if t.is_struct(have) and t.is_struct(want):
+        # by name, as the columns of the row: Arrow's cast picks a struct's fields by name
         names = [have.field(i).name for i in range(have.num_fields)]
         wanted = [want.field(i) for i in range(want.num_fields)]
-        return names == [f.name for f in wanted] and all(
-            _widens(have.field(f.name).type, f.type) for f in wanted
+        return all(
+            names.count(f.name) == 1 and _widens(have.field(f.name).type, f.type) for f in wanted
         )
     return False
 

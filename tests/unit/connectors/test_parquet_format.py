@@ -263,3 +263,26 @@ def test_a_checkpoint_of_another_format_is_refused_at_restore(tmp_path):
     ).build()
     with pytest.raises(RecordFormatError, match=r"a\.parquet#0 is a part of a file, which"):
         text.create_enumerator(1).restore(parquet_state.to_json(), "chk-1")
+
+
+def test_nested_row_fields_are_found_by_name(tmp_path):
+    """As the columns of the row: a nested row's fields in another order, or with fields
+    the row type does not name, are read; a missing one is refused before reading."""
+    path = tmp_path / "nested.parquet"
+    point = pa.struct([("z", pa.string()), ("y", pa.float32()), ("x", pa.int32())])
+    pq.write_table(
+        pa.table(
+            {
+                "p": pa.array([{"z": "q", "y": 0.5, "x": 1}], point),
+                "ps": pa.array([[{"z": "r", "y": 1.5, "x": 2}]], pa.list_(point)),
+            }
+        ),
+        path,
+    )
+    xy = Types.ROW_NAMED(["x", "y"], [Types.LONG(), Types.DOUBLE()])
+    row_type = Types.ROW_NAMED(["p", "ps"], [xy, Types.LIST(xy)])
+    rows = flat(read_epochs(parquet_source(path, row_type=row_type), 1, 1))
+    assert rows == [Row(p=Row(x=1, y=0.5), ps=[Row(x=2, y=1.5)])]
+    missing = Types.ROW_NAMED(["p"], [Types.ROW_NAMED(["x", "w"], [Types.LONG(), Types.LONG()])])
+    with pytest.raises(SourceError, match="column 'p' holds struct"):
+        parquet_source(path, row_type=missing).validate()
