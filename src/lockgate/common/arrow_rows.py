@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lockgate.common.time import Instant
 from lockgate.common.typeinfo import (
@@ -187,12 +188,22 @@ class RowsFromArrow:
     def __init__(self, row_type: RowTypeInfo, where: str):
         self.schema = arrow_schema(row_type, where)
         self.names = tuple(row_type.get_field_names())
-        self._converters = [_from_arrow(t) for t in row_type.get_field_types()]
+        types = row_type.get_field_types()
+        # SQL timestamps of the row are cut to milliseconds a column at a time
+        self._timestamps = [isinstance(t, TimestampTypeInfo) for t in types]
+        self._converters = [
+            None if timestamp else _from_arrow(t)
+            for t, timestamp in zip(types, self._timestamps, strict=True)
+        ]
 
     def rows(self, batch: pa.RecordBatch) -> list[Row]:
         """The batch's rows; its columns are the schema's, in order (``conform`` makes them)."""
         columns = []
-        for column, convert in zip(batch.columns, self._converters, strict=True):
+        for column, convert, timestamp in zip(
+            batch.columns, self._converters, self._timestamps, strict=True
+        ):
+            if timestamp:
+                column = pc.floor_temporal(column, 1, "millisecond")
             values = column.to_pylist()
             if convert is not None:
                 values = [None if v is None else convert(v) for v in values]
@@ -289,6 +300,8 @@ def check_columns(have: pa.Schema, schema: pa.Schema, where: str) -> None:
 def _from_arrow(type_info: TypeInformation) -> ValueConverter:
     if isinstance(type_info, RowTypeInfo | TupleTypeInfo):
         return _struct_from_arrow(type_info)
+    if isinstance(type_info, TimestampTypeInfo):
+        return _milliseconds
     if isinstance(type_info, BasicTypeInfo):
         if type_info._basic_type is BasicType.INSTANT:
             return _instant_from_arrow
@@ -345,6 +358,12 @@ def _list_from_arrow(element: ValueConverter) -> ValueConverter:
         return [None if v is None else element(v) for v in values]
 
     return list_
+
+
+def _milliseconds(value: datetime.datetime) -> datetime.datetime:
+    """A SQL timestamp as PyFlink's coder hands it on (``TIMESTAMP(3)``; see
+    ``type_conversion``)."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
 def _instant_from_arrow(value: datetime.datetime) -> Instant:
