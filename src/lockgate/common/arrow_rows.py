@@ -306,7 +306,7 @@ def _from_arrow(type_info: TypeInformation) -> ValueConverter:
         if type_info._basic_type is BasicType.INSTANT:
             return _instant_from_arrow
         if type_info._basic_type is BasicType.BIG_INT:
-            return int
+            return _big_int_from_arrow
         return None
     if isinstance(type_info, PrimitiveArrayTypeInfo) and _is_byte(type_info._element_type):
         return None
@@ -358,6 +358,21 @@ def _list_from_arrow(element: ValueConverter) -> ValueConverter:
         return [None if v is None else element(v) for v in values]
 
     return list_
+
+
+_LONG_RANGE = range(-(1 << 63), 1 << 63)
+
+
+def _big_int_from_arrow(value: decimal.Decimal) -> int:
+    """A ``decimal128(38, 0)`` value as a BIG_INT, which PyFlink's coder holds in a long
+    (``type_conversion``): a larger one is an ``ArrowTypeError``."""
+    number = int(value)
+    if number not in _LONG_RANGE:
+        raise ArrowTypeError(
+            f"the BIG_INT value {number} is out of range {_LONG_RANGE.start}.."
+            f"{_LONG_RANGE.stop - 1} (a BIG_INT is a long, as in PyFlink)"
+        )
+    return number
 
 
 def _milliseconds(value: datetime.datetime) -> datetime.datetime:

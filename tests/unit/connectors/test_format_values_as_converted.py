@@ -11,10 +11,12 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from file_source_epochs import flat, read_epochs
 
 from lockgate.common import Types
 from lockgate.common.type_conversion import record_converter
+from lockgate.core.source import SourceError
 from lockgate.datastream.connectors.file_system import FileSource
 from lockgate.datastream.formats.csv import CsvReaderFormat, CsvSchema
 from lockgate.datastream.formats.json import JsonLinesReaderFormat
@@ -90,3 +92,17 @@ def test_parquet_values_are_as_converted(tmp_path):
     rows = flat(read_epochs(source, 1, 10))
     assert rows[0].ts == datetime.datetime(1969, 12, 31, 23, 59, 59, 123000)
     assert_as_converted(rows, row_type)
+
+
+def test_a_parquet_big_int_beyond_a_long_fails_naming_the_file(tmp_path):
+    """record_converter holds a BIG_INT in a long, as PyFlink's coder; a decimal(38, 0)
+    column holds more."""
+    path = tmp_path / "big.parquet"
+    values = [decimal.Decimal(1 << 62), decimal.Decimal(1 << 63)]
+    pq.write_table(pa.table({"n": pa.array(values, pa.decimal128(38, 0))}), path)
+    row_type = Types.ROW_NAMED(["n"], [Types.BIG_INT()])
+    source = FileSource.for_bulk_file_format(
+        ParquetColumnarRowInputFormat(row_type), str(path)
+    ).build()
+    with pytest.raises(SourceError, match=r"big\.parquet: the BIG_INT value 9223372036854775808"):
+        flat(read_epochs(source, 1, 10))

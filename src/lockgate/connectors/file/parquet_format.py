@@ -110,7 +110,11 @@ class ParquetFormat(FileFormat):
                     continue
                 batch = batch.slice(skip, max_records - (position - start))
                 skip = 0
-                yield from self._rows.rows(self._conform(batch, path, int96))
+                try:
+                    rows = self._rows.rows(self._conform(batch, path, int96))
+                except ArrowTypeError as exc:
+                    raise SourceError(f"{self.name} cannot read {path}: {exc}") from None
+                yield from rows
                 position += batch.num_rows
         progress[split] = SplitProgress(position, position >= total)
 
