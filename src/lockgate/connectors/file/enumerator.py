@@ -42,7 +42,7 @@ from typing import Annotated, Any
 from fsspec.core import url_to_fs
 
 from lockgate.common.records import ADDED, Custom, Record, RecordFormatError
-from lockgate.connectors.file.format import split_id
+from lockgate.connectors.file.format import FileFormat, split_id
 from lockgate.core.source import (
     Position,
     SourceError,
@@ -189,13 +189,10 @@ class FileEnumerator(SplitEnumerator):
         list_files: Callable[[], list[str]],
         monitor_interval_ms: int | None,
         parallelism: int,
-        split_file: Callable[[str], list[int] | None] = lambda path: None,
-        format_splits: tuple[str, bool] = ("FileSource", False),
+        file_format: FileFormat,
     ):
         self.list_files = list_files  # the source's listing of its visible files
-        self.split_file = split_file  # the format's parts of a file (None: the whole file)
-        # the format's name, and whether its splits are parts of files
-        self.format_name, self.splits_files = format_splits
+        self.file_format = file_format  # its parts of a file (split_file; None: whole file)
         self.monitor_interval_ms = monitor_interval_ms
         self.bounded = monitor_interval_ms is None
         self.parallelism = parallelism
@@ -214,7 +211,7 @@ class FileEnumerator(SplitEnumerator):
         for path in listed:
             if path in self.open_splits or path in self.finished:
                 continue
-            parts = self.split_file(path)
+            parts = self.file_format.split_file(path)
             if parts == []:  # nothing to read (a Parquet file without row groups)
                 self.finished.add(path)
             for part in [None] if parts is None else parts:
@@ -268,10 +265,10 @@ class FileEnumerator(SplitEnumerator):
         for split in state.reading:
             if split.subtask < 0:
                 raise RecordFormatError(f"{where}: {split.id} is read by subtask {split.subtask}")
-            if (split.part is not None) != self.splits_files:
+            if (split.part is not None) != self.file_format.splits_files:
                 kind = "a part of a file" if split.part is not None else "a whole file"
                 raise RecordFormatError(
-                    f"{where}: the split {split.id} is {kind}, which {self.format_name} does "
+                    f"{where}: the split {split.id} is {kind}, which {self.file_format.name} does "
                     "not read: the source with this uid read another format when it was "
                     "checkpointed (give a source of another format another uid)"
                 )

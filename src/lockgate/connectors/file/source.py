@@ -42,13 +42,8 @@ class AbstractFileSource(Source):
         return list_visible_files(self.paths)
 
     def create_enumerator(self, parallelism: int) -> FileEnumerator:
-        file_format = self.file_format
         return FileEnumerator(
-            self.list_files,
-            self.monitor_interval_ms,
-            parallelism,
-            file_format.split_file,
-            (file_format.name, file_format.splits_files),
+            self.list_files, self.monitor_interval_ms, parallelism, self.file_format
         )
 
     def read(
