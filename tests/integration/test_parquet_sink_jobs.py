@@ -189,3 +189,21 @@ def test_existing_files_of_another_schema_fail_the_job_before_its_first_epoch(
     env.from_collection([1]).map(AsRow(), output_type=ROW_TYPE).sink_to(parquet_sink(out))
     with pytest.raises(ParquetOutputError, match=r"part-00000-.*\.parquet.*column 'split'"):
         env.execute("existing files")
+
+
+def test_spark_reads_the_buckets_of_the_default_assigner_recursively(make_env, spark, tmp_path):
+    """The default date-time buckets are plain directories under the base path: Spark finds
+    no file in the base itself, and reads the buckets with ``recursiveFileLookup``."""
+    out = tmp_path / "out"
+    env = make_env(parallelism=1)
+    sink = FileSink.for_bulk_format(str(out), ParquetBulkWriters.for_row_type(ROW_TYPE)).build()
+    env.from_collection([Row(split=0, i=i, n=1) for i in range(3)], type_info=ROW_TYPE).sink_to(
+        sink
+    )
+    env.execute("date-time buckets")
+    assert [p.name for p in out.iterdir() if not p.name.startswith((".", "_"))], "no bucket"
+    assert all(p.is_dir() for p in out.iterdir())
+    with pytest.raises(Exception, match="UNABLE_TO_INFER_SCHEMA"):
+        spark.read.parquet(str(out))
+    frame = spark.read.option("recursiveFileLookup", "true").parquet(str(out))
+    assert sorted(row["i"] for row in frame.collect()) == [0, 1, 2]

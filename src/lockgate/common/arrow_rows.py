@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lockgate.common.time import Instant
 from lockgate.common.typeinfo import (
@@ -187,12 +188,22 @@ class RowsFromArrow:
     def __init__(self, row_type: RowTypeInfo, where: str):
         self.schema = arrow_schema(row_type, where)
         self.names = tuple(row_type.get_field_names())
-        self._converters = [_from_arrow(t) for t in row_type.get_field_types()]
+        types = row_type.get_field_types()
+        # SQL timestamps of the row are cut to milliseconds a column at a time
+        self._timestamps = [isinstance(t, TimestampTypeInfo) for t in types]
+        self._converters = [
+            None if timestamp else _from_arrow(t)
+            for t, timestamp in zip(types, self._timestamps, strict=True)
+        ]
 
     def rows(self, batch: pa.RecordBatch) -> list[Row]:
         """The batch's rows; its columns are the schema's, in order (``conform`` makes them)."""
         columns = []
-        for column, convert in zip(batch.columns, self._converters, strict=True):
+        for column, convert, timestamp in zip(
+            batch.columns, self._converters, self._timestamps, strict=True
+        ):
+            if timestamp:
+                column = pc.floor_temporal(column, 1, "millisecond")
             values = column.to_pylist()
             if convert is not None:
                 values = [None if v is None else convert(v) for v in values]
@@ -257,10 +268,11 @@ def _widens(have: pa.DataType, want: pa.DataType) -> bool:
     if t.is_map(have) and t.is_map(want):
         return _widens(have.key_type, want.key_type) and _widens(have.item_type, want.item_type)
     if t.is_struct(have) and t.is_struct(want):
+        # by name, as the columns of the row: Arrow's cast picks a struct's fields by name
         names = [have.field(i).name for i in range(have.num_fields)]
         wanted = [want.field(i) for i in range(want.num_fields)]
-        return names == [f.name for f in wanted] and all(
-            _widens(have.field(f.name).type, f.type) for f in wanted
+        return all(
+            names.count(f.name) == 1 and _widens(have.field(f.name).type, f.type) for f in wanted
         )
     return False
 
@@ -288,11 +300,13 @@ def check_columns(have: pa.Schema, schema: pa.Schema, where: str) -> None:
 def _from_arrow(type_info: TypeInformation) -> ValueConverter:
     if isinstance(type_info, RowTypeInfo | TupleTypeInfo):
         return _struct_from_arrow(type_info)
+    if isinstance(type_info, TimestampTypeInfo):
+        return _milliseconds
     if isinstance(type_info, BasicTypeInfo):
         if type_info._basic_type is BasicType.INSTANT:
             return _instant_from_arrow
         if type_info._basic_type is BasicType.BIG_INT:
-            return int
+            return _big_int_from_arrow
         return None
     if isinstance(type_info, PrimitiveArrayTypeInfo) and _is_byte(type_info._element_type):
         return None
@@ -344,6 +358,27 @@ def _list_from_arrow(element: ValueConverter) -> ValueConverter:
         return [None if v is None else element(v) for v in values]
 
     return list_
+
+
+_LONG_RANGE = range(-(1 << 63), 1 << 63)
+
+
+def _big_int_from_arrow(value: decimal.Decimal) -> int:
+    """A ``decimal128(38, 0)`` value as a BIG_INT, which PyFlink's coder holds in a long
+    (``type_conversion``): a larger one is an ``ArrowTypeError``."""
+    number = int(value)
+    if number not in _LONG_RANGE:
+        raise ArrowTypeError(
+            f"the BIG_INT value {number} is out of range {_LONG_RANGE.start}.."
+            f"{_LONG_RANGE.stop - 1} (a BIG_INT is a long, as in PyFlink)"
+        )
+    return number
+
+
+def _milliseconds(value: datetime.datetime) -> datetime.datetime:
+    """A SQL timestamp as PyFlink's coder hands it on (``TIMESTAMP(3)``; see
+    ``type_conversion``)."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
 def _instant_from_arrow(value: datetime.datetime) -> Instant:
@@ -420,3 +455,91 @@ def _to_arrow(type_info: TypeInformation) -> ValueConverter:
 
 def _instant_to_arrow(value: Instant) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(seconds=value.seconds, microseconds=value.nanos // 1000)
+
+
+def decimal_check(row_type: RowTypeInfo) -> Callable[[Row], None] | None:
+    """A check of one row's BIG_DEC values (also inside nested rows, lists and maps) against
+    their Arrow column, ``decimal128(38, 18)``, which holds fewer values than a Python
+    ``Decimal`` (BIG_INT values are longs, which ``decimal128(38, 0)`` holds): a writer
+    checks each record with it as it arrives, so that a value that does not fit fails naming
+    its record rather than the batch of rows it is converted with. None when the row type
+    has no such field."""
+    return _decimal_check(row_type, "")
+
+
+def _decimal_check(type_info: TypeInformation, where: str) -> Callable[[Any], None] | None:
+    if isinstance(type_info, BasicTypeInfo):
+        if type_info._basic_type is not BasicType.BIG_DEC:
+            return None
+        return lambda value: _check_decimal(value, where)
+    if isinstance(type_info, RowTypeInfo | TupleTypeInfo):
+        names = (
+            type_info.get_field_names()
+            if isinstance(type_info, RowTypeInfo)
+            else [f"f{i}" for i in range(len(type_info.get_field_types()))]
+        )
+        checks = [
+            (index, check)
+            for index, (name, t) in enumerate(zip(names, type_info.get_field_types(), strict=True))
+            if (check := _decimal_check(t, f"{where}.{name}" if where else name)) is not None
+        ]
+        if not checks:
+            return None
+
+        def struct(value: Any) -> None:
+            values = value._values if isinstance(value, Row) else value
+            for index, check in checks:
+                if values[index] is not None:
+                    check(values[index])
+
+        return struct
+    element: TypeInformation | None = None
+    if isinstance(type_info, BasicArrayTypeInfo | ObjectArrayTypeInfo | PrimitiveArrayTypeInfo):
+        element = type_info._element_type
+    elif isinstance(type_info, ListTypeInfo):
+        element = type_info.elem_type
+    if element is not None:
+        check_element = _decimal_check(element, f"{where}[]")
+        if check_element is None:
+            return None
+
+        def list_(values: Sequence[Any]) -> None:
+            for v in values:
+                if v is not None:
+                    check_element(v)
+
+        return list_
+    if isinstance(type_info, MapTypeInfo):
+        key = _decimal_check(type_info._key_type_info, f"{where}{{}}")
+        item = _decimal_check(type_info._value_type_info, f"{where}{{}}")
+        if key is None and item is None:
+            return None
+
+        def map_(mapping: dict[Any, Any]) -> None:
+            for k, v in mapping.items():
+                if key is not None and k is not None:
+                    key(k)
+                if item is not None and v is not None:
+                    item(v)
+
+        return map_
+    return None
+
+
+_DECIMAL_CONTEXT = decimal.Context(prec=80)
+
+
+def _check_decimal(value: decimal.Decimal, where: str) -> None:
+    column = _BASIC_ARROW[BasicType.BIG_DEC]
+    scale = column.scale
+    if not value.is_finite():
+        problem = "not a finite number"
+    elif value.adjusted() >= 38 - scale:
+        problem = f"more than {38 - scale} digits before the decimal point"
+    elif value.as_tuple().exponent < -scale and value != value.quantize(
+        decimal.Decimal(1).scaleb(-scale), context=_DECIMAL_CONTEXT
+    ):
+        problem = f"more than {scale} digits after the decimal point"
+    else:
+        return
+    raise ArrowTypeError(f"field '{where}' (Arrow's {column}) cannot hold {value!r}: {problem}")

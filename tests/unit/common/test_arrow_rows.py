@@ -49,7 +49,7 @@ def full_row(i: int) -> Row:
         inner=Row(a=i, b=("s", 7)),
         at=Instant.of_epoch_milli(1_700_000_000_123 + i),
         day=datetime.date(2024, 1, 1 + i),
-        big=10**20 + i,
+        big=(1 << 62) + i,  # a long, as record_converter holds a BIG_INT
         dec=decimal.Decimal("1.500000000000000000"),
         raw=bytes([i]),
     )

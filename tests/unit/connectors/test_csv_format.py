@@ -11,7 +11,7 @@ from file_source_epochs import flat, read_epochs
 
 from lockgate.common import Row, Types
 from lockgate.common.unsupported import NotSupportedYetError
-from lockgate.core.source import SourceError
+from lockgate.core.source import SourceError, SplitAssignment
 from lockgate.datastream.connectors.file_system import FileSource
 from lockgate.datastream.formats.csv import CsvReaderFormat, CsvSchema
 
@@ -130,6 +130,24 @@ def test_column_types_nulls_and_separators(tmp_path):
     )  # fmt: skip
     assert rows[1] == Row(i=None, big=None, d=None, dec=None, ns=[], words=[], s="")
     assert rows[2].s == "esc|aped" and rows[2].ns == [4]
+
+
+def test_escape_sequences_are_jacksons(tmp_path):
+    """``\\n``, ``\\r``, ``\\t`` and ``\\0`` are control characters, as in Jackson's
+    reader; another escaped character is itself, an escaped escape character too."""
+    schema = (
+        CsvSchema.builder()
+        .add_string_column("a")
+        .add_string_column("b")
+        .set_escape_char("\\")
+        .build()
+    )
+    path = tmp_path / "escapes.csv"
+    path.write_text('x\\ny\\tz\\r\\0,\\,\\\\n\n"q\\nq",\\"\n')
+    assert read_all(schema, path) == [
+        Row(a="x\ny\tz\r\0", b=",\\n"),
+        Row(a="q\nq", b='"'),
+    ]
 
 
 def test_quotes_can_be_disabled(tmp_path):
@@ -261,3 +279,25 @@ def test_a_stream_read_without_type_info_declares_the_schemas_row_type(tmp_path)
     assert stream.get_type() == schema.get_type_info() == source.produced_type
     typed = env.from_source(source, WatermarkStrategy.no_watermarks(), "csv", Types.STRING())
     assert typed.get_type() == Types.STRING()
+
+
+def test_a_byte_order_mark_at_the_files_start_is_skipped(tmp_path):
+    """As Jackson's CSV reader does; with a header, the BOM would otherwise be part of the
+    first column's name."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfid,name,tags,ok\n1,a,b,true\n")
+    assert read_all(people_with_header(), path) == [Row(id=1, name="a", tags=["b"], ok=True)]
+    path.write_bytes(b"\xef\xbb\xbf1,a,b,true\n2,b,c,false\n")
+    epochs = read_epochs(csv_source(people(), path), 1, 1)
+    assert [row.id for row in flat(epochs)] == [1, 2]
+
+
+def test_a_file_shorter_than_the_position_reached_fails_naming_it(tmp_path):
+    """Files must not change once visible; one replaced by a shorter one would otherwise end
+    silently, as if read to its end."""
+    path = tmp_path / "people.csv"
+    path.write_text("1,a,b,true\n2,b,c,false\n")
+    source = csv_source(people(), path)
+    path.write_text("1,a,b,true\n")
+    with pytest.raises(SourceError, match=r"people\.csv changed since it was listed: it has 11 "):
+        list(source.read(SplitAssignment(str(path), 22, 10, False), None, {}))

@@ -263,6 +263,7 @@ def test_file_enumerator_spreads_visible_files_over_the_subtasks(files):
             FileSplit(f"{files}/sub/c.txt", 0, 0),
         ),
         (),
+        parallelism=2,
     )
 
 
@@ -310,7 +311,7 @@ def test_file_restore_keeps_the_checkpointed_readers(files):
 
 
 def test_a_file_restore_at_lower_parallelism_moves_readers_on(files):
-    """A file read by subtask 2 of 3 goes on from its position on subtask 2 % 2."""
+    """A file read by subtask 2 of 3 goes on from its position on the least busy one."""
     snapshot = FileEnumeratorState(
         (FileSplit(f"{files}/a.txt", 2, 9), FileSplit(f"{files}/b.txt", 1, 4)), ()
     ).to_json()
@@ -320,6 +321,23 @@ def test_a_file_restore_at_lower_parallelism_moves_readers_on(files):
         0: [SplitAssignment(f"{files}/a.txt", 9, 100, False)],
         1: [SplitAssignment(f"{files}/b.txt", 4, 100, False)],
     }
+
+
+def test_a_file_restore_at_higher_parallelism_gives_new_subtasks_splits(files):
+    """Four files read by two subtasks, restored at four: each subtask reads one, from the
+    checkpointed positions."""
+    paths = [f"{files}/{name}" for name in ("a.txt", "b.txt", "sub/c.txt", "sub/d.txt")]
+    splits = tuple(FileSplit(path, i % 2, i + 1) for i, path in enumerate(paths))
+    snapshot = FileEnumeratorState(splits, (), parallelism=2).to_json()
+    enumerator = TextLineFileSource([str(files)]).create_enumerator(4)
+    enumerator.restore(snapshot, WHERE)
+    plan = enumerator.plan(100)
+    assert sorted(plan) == [0, 1, 2, 3] and all(len(s) == 1 for s in plan.values())
+    assert {a.split: a.start for s in plan.values() for a in s} == {
+        path: i + 1 for i, path in enumerate(paths)
+    }
+    assert plan[0][0].split == paths[0] and plan[1][0].split == paths[1]  # stayed
+    assert file_state(enumerator.snapshot()).parallelism == 4
 
 
 def test_bounded_file_source_finishes_when_every_file_is_read(files):
@@ -380,7 +398,7 @@ def test_file_enumerator_over_a_memory_url():
         absolute = "memory:///" + root.removeprefix("memory://")
         first = run_epoch(source, enumerator, 2)
         assert file_state(enumerator.snapshot()) == FileEnumeratorState(
-            (FileSplit(f"{absolute}/x.txt", 0, 6),), (f"{absolute}/y.txt",)
+            (FileSplit(f"{absolute}/x.txt", 0, 6),), (f"{absolute}/y.txt",), parallelism=1
         )
         restored = TextLineFileSource([root]).create_enumerator(1)
         restored.restore(through_json(enumerator.snapshot()), WHERE)
@@ -603,3 +621,15 @@ def test_a_damaged_file_snapshot_names_where_and_what(files, snapshot, message):
         enumerator.restore(snapshot, WHERE)
     assert str(info.value).startswith(WHERE)
     assert enumerator.snapshot() == before
+
+
+def test_text_lines_of_a_charset_are_decoded_and_unusable_charsets_refused(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes("caf\xe9\nna\xefve\n".encode("latin-1"))
+    source = AbstractFileSource([str(path)], TextLineFormat("ISO-8859-1"))
+    assert run_epoch(source, source.create_enumerator(1), 10) == ["caf\xe9", "na\xefve"]
+    with pytest.raises(ValueError, match="'UTF-99' is not a known charset"):
+        TextLineFormat("UTF-99")
+    for charset in ("UTF-16", "UTF-32LE", "cp500"):  # line ends are other bytes
+        with pytest.raises(ValueError, match=f"charset '{charset}' writes line ends as other"):
+            TextLineFormat(charset)

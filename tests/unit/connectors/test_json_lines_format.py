@@ -12,7 +12,7 @@ from file_source_epochs import flat, read_epochs
 
 from lockgate.common import Row, Types
 from lockgate.common.time import Instant
-from lockgate.core.source import SourceError
+from lockgate.core.source import SourceError, SplitAssignment
 from lockgate.datastream.connectors.file_system import FileSource
 from lockgate.datastream.formats.json import JsonLinesReaderFormat
 
@@ -164,3 +164,18 @@ def test_the_format_refuses_what_it_cannot_read():
         JsonLinesReaderFormat.for_row_type(
             EVENT, fail_on_missing_field=True, ignore_parse_errors=True
         )
+
+
+def test_a_byte_order_mark_at_the_files_start_is_skipped(tmp_path):
+    """As Jackson does; only at the start of the file (one inside is not JSON)."""
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + f"{json.dumps(event(0))}\n{json.dumps(event(1))}\n".encode())
+    assert flat(read_epochs(json_source(EVENT, path), 1, 1)) == [event_row(0), event_row(1)]
+
+
+def test_a_file_shorter_than_the_position_reached_fails_naming_it(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps(event(0)) + "\n")
+    source = json_source(EVENT, path)
+    with pytest.raises(SourceError, match=r"events\.jsonl changed since it was listed"):
+        list(source.read(SplitAssignment(str(path), 10_000, 10, False), None, {}))

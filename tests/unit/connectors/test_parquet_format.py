@@ -4,6 +4,7 @@ columns matched and widened to the row type, files that do not fit refused on th
 from __future__ import annotations
 
 import datetime
+import pickle
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -11,9 +12,11 @@ import pytest
 from file_source_epochs import flat, read_epochs, through_json
 
 from lockgate.common import Configuration, Duration, Row, Types
+from lockgate.common.records import RecordFormatError
+from lockgate.connectors.file import parquet_format
 from lockgate.connectors.file.enumerator import FileEnumeratorState, FileSplit
-from lockgate.core.source import SourceError
-from lockgate.datastream.connectors.file_system import FileSource
+from lockgate.core.source import SourceError, SplitAssignment
+from lockgate.datastream.connectors.file_system import FileSource, StreamFormat
 from lockgate.datastream.formats.parquet import ParquetColumnarRowInputFormat
 
 ROW = Types.ROW_NAMED(["id", "name"], [Types.LONG(), Types.STRING()])
@@ -70,7 +73,7 @@ def test_splits_and_positions_in_the_checkpoint(tmp_path):
     enumerator.acknowledge(progress)
     state = FileEnumeratorState.from_json(through_json(enumerator.snapshot()), "test")
     assert state == FileEnumeratorState(
-        (FileSplit(str(path), 0, 3, 0), FileSplit(str(path), 1, 3, 1)), ()
+        (FileSplit(str(path), 0, 3, 0), FileSplit(str(path), 1, 3, 1)), (), parallelism=2
     )
     assert state.to_json()["reading"][0] == {
         "path": str(path),
@@ -147,16 +150,18 @@ def test_timestamps_with_a_zone_read_as_utc_or_local_wall_clock(tmp_path, monkey
     try:
         instant = datetime.datetime(2024, 1, 1, 12, tzinfo=datetime.UTC)
         path = tmp_path / "ts.parquet"
-        pq.write_table(
-            pa.table({"at": pa.array([instant, None], pa.timestamp("us", tz="UTC"))}), path
-        )
+        table = pa.table({"at": pa.array([instant, None], pa.timestamp("us", tz="UTC"))})
+        pq.write_table(table, path)
+        int96 = tmp_path / "int96.parquet"  # Spark's and Hive's timestamps: UTC instants
+        pq.write_table(table, int96, use_deprecated_int96_timestamps=True)
         row_type = Types.ROW_NAMED(["at"], [Types.SQL_TIMESTAMP()])
-        utc = flat(
-            read_epochs(parquet_source(path, row_type=row_type, is_utc_timestamp=True), 1, 5)
-        )
-        local = flat(read_epochs(parquet_source(path, row_type=row_type), 1, 5))
-        assert [r.at for r in utc] == [datetime.datetime(2024, 1, 1, 12), None]
-        assert [r.at for r in local] == [datetime.datetime(2024, 1, 1, 7), None]
+        for file in (path, int96):
+            utc = flat(
+                read_epochs(parquet_source(file, row_type=row_type, is_utc_timestamp=True), 1, 5)
+            )
+            local = flat(read_epochs(parquet_source(file, row_type=row_type), 1, 5))
+            assert [r.at for r in utc] == [datetime.datetime(2024, 1, 1, 12), None]
+            assert [r.at for r in local] == [datetime.datetime(2024, 1, 1, 7), None], file
         instants = Types.ROW_NAMED(["at"], [Types.INSTANT()])
         [first, _] = flat(read_epochs(parquet_source(path, row_type=instants), 1, 5))
         assert first.at.to_epoch_milli() == int(instant.timestamp() * 1000)
@@ -203,3 +208,81 @@ def test_nested_columns_are_rows_lists_and_maps(tmp_path):
         Row(p=Row(x=1, y=0.5), tags=["a", "b"], m={"k": 1}),
         Row(p=None, tags=[], m=None),
     ]
+
+
+def test_footers_are_read_once_by_validate_and_the_first_listing(tmp_path, monkeypatch):
+    for name in ("a", "b"):
+        write(tmp_path / f"{name}.parquet", range(3))
+    opened: list[str] = []
+    real_open = parquet_format._open
+
+    def counting_open(path):
+        opened.append(path)
+        return real_open(path)
+
+    monkeypatch.setattr(parquet_format, "_open", counting_open)
+    source = parquet_source(tmp_path)
+    source.validate()
+    assert sorted(opened) == [f"{tmp_path}/a.parquet", f"{tmp_path}/b.parquet"]
+    enumerator = source.create_enumerator(1)
+    assert len(enumerator.plan(10)[0]) == 2 and len(opened) == 2
+    assert pickle.loads(pickle.dumps(source)).file_format._row_groups == {}
+
+
+def test_a_file_replaced_by_a_smaller_one_fails_naming_it(tmp_path):
+    """Positions are row offsets in row groups listed earlier: a file rewritten since has
+    fewer, and reading on would read other rows or fail obscurely."""
+    path = tmp_path / "a.parquet"
+    write(path, range(12))  # three row groups of four rows, listed
+    source = parquet_source(path)
+    write(path, range(3))  # rewritten: one row group of three rows
+    for split, start, held in ((0, 4, "3 rows in row group 0"), (1, 0, "1 row groups")):
+        assignment = SplitAssignment(f"{path}#{split}", start, 2, False)
+        with pytest.raises(
+            SourceError,
+            match=f"a.parquet: the file changed since it was listed: it has {held}, but row "
+            f"group {split} was read to row {start}",
+        ):
+            list(source.read(assignment, None, {}))
+
+
+def test_a_checkpoint_of_another_format_is_refused_at_restore(tmp_path):
+    """The same uid, once a text source (whole files), now a Parquet one (row groups)."""
+    write(tmp_path / "a.parquet", range(3))
+    text_state = FileEnumeratorState((FileSplit(f"{tmp_path}/a.parquet", 0, 12),), ())
+    enumerator = parquet_source(tmp_path).create_enumerator(1)
+    with pytest.raises(
+        RecordFormatError,
+        match=r"^chk-1: the split .*a\.parquet is a whole file, which "
+        "ParquetColumnarRowInputFormat does not read: the source with this uid read another",
+    ):
+        enumerator.restore(text_state.to_json(), "chk-1")
+    parquet_state = FileEnumeratorState((FileSplit(f"{tmp_path}/a.parquet", 0, 1, 0),), ())
+    text = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(tmp_path)
+    ).build()
+    with pytest.raises(RecordFormatError, match=r"a\.parquet#0 is a part of a file, which"):
+        text.create_enumerator(1).restore(parquet_state.to_json(), "chk-1")
+
+
+def test_nested_row_fields_are_found_by_name(tmp_path):
+    """As the columns of the row: a nested row's fields in another order, or with fields
+    the row type does not name, are read; a missing one is refused before reading."""
+    path = tmp_path / "nested.parquet"
+    point = pa.struct([("z", pa.string()), ("y", pa.float32()), ("x", pa.int32())])
+    pq.write_table(
+        pa.table(
+            {
+                "p": pa.array([{"z": "q", "y": 0.5, "x": 1}], point),
+                "ps": pa.array([[{"z": "r", "y": 1.5, "x": 2}]], pa.list_(point)),
+            }
+        ),
+        path,
+    )
+    xy = Types.ROW_NAMED(["x", "y"], [Types.LONG(), Types.DOUBLE()])
+    row_type = Types.ROW_NAMED(["p", "ps"], [xy, Types.LIST(xy)])
+    rows = flat(read_epochs(parquet_source(path, row_type=row_type), 1, 1))
+    assert rows == [Row(p=Row(x=1, y=0.5), ps=[Row(x=2, y=1.5)])]
+    missing = Types.ROW_NAMED(["p"], [Types.ROW_NAMED(["x", "w"], [Types.LONG(), Types.LONG()])])
+    with pytest.raises(SourceError, match="column 'p' holds struct"):
+        parquet_source(path, row_type=missing).validate()

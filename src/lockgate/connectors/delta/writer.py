@@ -15,7 +15,6 @@ from typing import Any
 import pyarrow as pa
 
 from lockgate.common.arrow_rows import RowsToArrow
-from lockgate.common.type_conversion import record_converter
 from lockgate.common.types import Row
 from lockgate.connectors.delta.committable import (
     DeltaCommittable,
@@ -24,7 +23,7 @@ from lockgate.connectors.delta.committable import (
     transaction_version,
 )
 from lockgate.connectors.delta.table import DeltaTableSpec
-from lockgate.connectors.parquet.file_writer import ParquetFileWriter
+from lockgate.connectors.parquet.file_writer import ParquetFileWriter, row_converter
 from lockgate.connectors.parquet.settings import CODECS, ParquetWriterSettings
 from lockgate.core.two_phase_commit import sink_digest
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
@@ -68,9 +67,7 @@ class DeltaSinkWriter(Operator):
     def __init__(self, ctx: OperatorContext, spec: DeltaTableSpec, settings: ParquetWriterSettings):
         super().__init__(ctx)
         self.spec = spec
-        converter = record_converter(spec.row_type)
-        assert converter is not None
-        self.convert = converter
+        self.convert = row_converter(spec.row_type)
         self.rows = DeltaRows(spec, settings)
         names = spec.row_type.get_field_names()
         self.partition_fields = [names.index(column) for column in spec.partition_columns]

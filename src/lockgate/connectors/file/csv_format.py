@@ -17,8 +17,10 @@ record.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import decimal
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -29,7 +31,7 @@ from lockgate.common.type_conversion import RecordTypeError, record_converter
 from lockgate.common.typeinfo import BasicType, BasicTypeInfo, TypeInformation, Types
 from lockgate.common.types import Row, RowKind, _row
 from lockgate.connectors.file.format import FileFormat
-from lockgate.connectors.file.reader import line_number
+from lockgate.connectors.file.reader import line_number, open_at
 from lockgate.core.source import SourceError, SplitProgress
 
 _INTEGRAL = {BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG, BasicType.BIG_INT}
@@ -49,6 +51,7 @@ _RANGES = {
     )
 }
 _BOOLEANS = {"true": True, "false": False}
+_JACKSON_ESCAPES = {"0": "\0", "n": "\n", "r": "\r", "t": "\t"}
 # what a field's text may fail with in its converter
 _FIELD_ERRORS = (ValueError, ArithmeticError, RecordTypeError)
 # how much of a bad record an error shows
@@ -116,16 +119,17 @@ class CsvFormat(FileFormat):
         self, split: str, start: int, max_records: int, progress: dict[str, SplitProgress]
     ) -> Iterator[Row]:
         path = split
-        fs, local = url_to_fs(path)
-        try:
-            handle = fs.open(local, "rb")
-        except FileNotFoundError:
-            raise SourceError(f"FileSource input file disappeared: {path}") from None
-        with handle:
+        with open_at(path, start) as handle:
+            at_file_start = start == 0
+            if at_file_start and handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
+                start = len(codecs.BOM_UTF8)  # a byte order mark: skipped, as Jackson does
             handle.seek(start)
             cursor = _Cursor(handle, start, self.options.allow_comments)
-            reader = csv.reader(cursor.lines(), **self.options.dialect())
-            if start == 0:
+            lines = cursor.lines()
+            if self.options.escape_char is not None:
+                lines = _jackson_escapes(lines, self.options.escape_char)
+            reader = csv.reader(lines, **self.options.dialect())
+            if at_file_start:
                 self._skip_header(path, reader, cursor)
             count = 0
             names, converters, arity = self.names, self._converters, len(self.columns)
@@ -248,6 +252,21 @@ def _line_pieces(raw: bytes) -> Iterator[bytes]:
         end = cr + 2 if raw[cr + 1 : cr + 2] == b"\n" else cr + 1
         yield raw[start:end]
         start = end
+
+
+def _jackson_escapes(lines: Iterator[str], escape: str) -> Iterator[str]:
+    """Lines whose escape sequences ``0``, ``n``, ``r`` and ``t`` become the escaped control
+    character, which Python's parser then takes as it is: Jackson's CSV reader unescapes
+    these four to NUL, line feed, carriage return and tab; any other escaped character
+    (the separator, the quote, the escape character itself) stands for itself in both."""
+    pattern = re.compile(re.escape(escape) + "(.)", re.DOTALL)
+
+    def unescape(match: re.Match[str]) -> str:
+        char = match.group(1)
+        return escape + _JACKSON_ESCAPES.get(char, char)
+
+    for line in lines:
+        yield pattern.sub(unescape, line) if escape in line else line
 
 
 def _nullable(convert: Callable[[str], Any], null_value: str | None) -> Callable[[str], Any]:

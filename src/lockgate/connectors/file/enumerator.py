@@ -42,7 +42,7 @@ from typing import Annotated, Any
 from fsspec.core import url_to_fs
 
 from lockgate.common.records import ADDED, Custom, Record, RecordFormatError
-from lockgate.connectors.file.format import split_id
+from lockgate.connectors.file.format import FileFormat, split_id
 from lockgate.core.source import (
     Position,
     SourceError,
@@ -138,6 +138,8 @@ class FileEnumeratorState(Record, format=STATE_FORMAT, version=STATE_VERSION):
     reading: tuple[FileSplit, ...]  # splits not read to their end, by path and part
     # files read to their end that the last listing showed, sorted (front-coded in JSON)
     finished: Annotated[tuple[str, ...], Custom(_front_code, _front_decode)]
+    # the parallelism the splits were assigned at (None: a checkpoint from before it was kept)
+    parallelism: Annotated[int | None, ADDED] = None
 
     def validate(self, where: str) -> None:
         splits = Counter(split.id for split in self.reading)
@@ -153,6 +155,30 @@ def _split_order(split: FileSplit) -> tuple[str, int]:
     return split.path, -1 if split.part is None else split.part
 
 
+def _balanced(splits: tuple[FileSplit, ...], parallelism: int) -> tuple[FileSplit, ...]:
+    """``splits`` spread over ``parallelism`` subtasks, after a restore at another
+    parallelism: a split stays on its subtask while that subtask holds no more than an
+    equal share, the others go to the subtasks reading the fewest (new subtasks of a higher
+    parallelism among them). A split goes on from its position wherever it is read."""
+    share = -(-len(splits) // parallelism)
+    kept: Counter[int] = Counter()
+    placed: list[FileSplit] = []
+    moved: list[FileSplit] = []
+    for split in splits:
+        if split.subtask < parallelism and kept[split.subtask] < share:
+            kept[split.subtask] += 1
+            placed.append(split)
+        else:
+            moved.append(split)
+    least_busy = [(kept[subtask], subtask) for subtask in range(parallelism)]
+    heapq.heapify(least_busy)
+    for split in moved:
+        count, subtask = least_busy[0]
+        heapq.heapreplace(least_busy, (count + 1, subtask))
+        placed.append(replace(split, subtask=subtask))
+    return tuple(placed)
+
+
 class FileEnumerator(SplitEnumerator):
     """Discovers files, lists their splits, gives each new split to the subtask reading the
     fewest, and tracks its position until it is read to its end (see the module docstring
@@ -163,10 +189,10 @@ class FileEnumerator(SplitEnumerator):
         list_files: Callable[[], list[str]],
         monitor_interval_ms: int | None,
         parallelism: int,
-        split_file: Callable[[str], list[int] | None] = lambda path: None,
+        file_format: FileFormat,
     ):
         self.list_files = list_files  # the source's listing of its visible files
-        self.split_file = split_file  # the format's parts of a file (None: the whole file)
+        self.file_format = file_format  # its parts of a file (split_file; None: whole file)
         self.monitor_interval_ms = monitor_interval_ms
         self.bounded = monitor_interval_ms is None
         self.parallelism = parallelism
@@ -185,7 +211,7 @@ class FileEnumerator(SplitEnumerator):
         for path in listed:
             if path in self.open_splits or path in self.finished:
                 continue
-            parts = self.split_file(path)
+            parts = self.file_format.split_file(path)
             if parts == []:  # nothing to read (a Parquet file without row groups)
                 self.finished.add(path)
             for part in [None] if parts is None else parts:
@@ -230,7 +256,8 @@ class FileEnumerator(SplitEnumerator):
             # even one taken before the first epoch was planned.
             self._list()
         reading = tuple(sorted(self.reading.values(), key=_split_order))
-        state: dict[str, Any] = FileEnumeratorState(reading, tuple(sorted(self.finished))).to_json()
+        finished = tuple(sorted(self.finished))
+        state: dict[str, Any] = FileEnumeratorState(reading, finished, self.parallelism).to_json()
         return state
 
     def restore(self, snapshot: Any, where: str) -> None:
@@ -238,11 +265,20 @@ class FileEnumerator(SplitEnumerator):
         for split in state.reading:
             if split.subtask < 0:
                 raise RecordFormatError(f"{where}: {split.id} is read by subtask {split.subtask}")
-        # at another parallelism, a split goes on from its position on another subtask
+            if (split.part is not None) != self.file_format.splits_files:
+                kind = "a part of a file" if split.part is not None else "a whole file"
+                raise RecordFormatError(
+                    f"{where}: the split {split.id} is {kind}, which {self.file_format.name} does "
+                    "not read: the source with this uid read another format when it was "
+                    "checkpointed (give a source of another format another uid)"
+                )
         self.reading = {}
         self.open_splits = Counter()
-        for split in state.reading:
-            self._add(replace(split, subtask=split.subtask % self.parallelism))
+        splits = state.reading
+        if state.parallelism != self.parallelism:
+            splits = _balanced(splits, self.parallelism)
+        for split in splits:
+            self._add(split)
         self.finished = set(state.finished)
         # A bounded source's files are those of the checkpoint; a continuous one lists at
         # once, since files may have come and gone after the checkpoint.

@@ -38,6 +38,8 @@ class FileFormat(ABC):
     name: str = "FileSource"
     #: the row type of the records it reads (``Source.produced_type``); None for text lines
     produced_type: Any = None
+    #: its splits are parts of files (``split_file`` gives them), not whole files
+    splits_files: bool = False
 
     def validate(self, list_files: Callable[[], list[str]]) -> None:
         """Check, on the driver before the first epoch, what can be checked of the files

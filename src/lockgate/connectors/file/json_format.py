@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import datetime
 import decimal
 import json
@@ -95,6 +96,8 @@ class JsonLinesFormat(FileFormat):
         return read_lines(split, start, max_records, self._parse, progress)
 
     def _parse(self, line: bytes, path: str, offset: int) -> Any:
+        if offset == 0 and line.startswith(codecs.BOM_UTF8):
+            line = line[len(codecs.BOM_UTF8) :]  # a byte order mark: skipped, as Jackson does
         if not line.strip():
             return SKIP
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,6 +33,7 @@ from lockgate.core.source import SourceError, SplitProgress
 
 class ParquetFormat(FileFormat):
     name = "ParquetColumnarRowInputFormat"
+    splits_files = True
 
     def __init__(
         self,
@@ -53,6 +55,8 @@ class ParquetFormat(FileFormat):
         self.is_utc_timestamp = is_utc_timestamp
         self.is_case_sensitive = is_case_sensitive
         self._rows = RowsFromArrow(row_type, where)
+        # row groups of the files validate read, until the first listing takes them
+        self._row_groups: dict[str, list[int]] = {}
         # SQL timestamps (no zone) that a column with a zone is read into
         self._timestamps = {
             name
@@ -61,12 +65,20 @@ class ParquetFormat(FileFormat):
         }
 
     def validate(self, list_files: Callable[[], list[str]]) -> None:
-        for path in list_files():
-            self.split_file(path)
+        """Check every file's footer; the row groups found are kept for the enumerator's
+        first listing, which runs on the driver next, so no footer is read twice."""
+        self._row_groups = {path: self._read_row_groups(path) for path in list_files()}
 
     def split_file(self, path: str) -> list[int]:
+        found = self._row_groups.pop(path, None)
+        return self._read_row_groups(path) if found is None else found
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_row_groups": {}}  # the driver's alone
+
+    def _read_row_groups(self, path: str) -> list[int]:
         with _open(path) as parquet:
-            self._conform(_empty(parquet.schema_arrow), path)
+            self._conform(_empty(parquet.schema_arrow), path, _int96_columns(parquet))
             return list(range(parquet.metadata.num_row_groups))
 
     def read(
@@ -75,7 +87,17 @@ class ParquetFormat(FileFormat):
         path, group = split_path(split)
         position = start
         with _open(path) as parquet:
-            total = parquet.metadata.row_group(group).num_rows
+            groups = parquet.metadata.num_row_groups
+            total = parquet.metadata.row_group(group).num_rows if group < groups else -1
+            if total < start:
+                held = f"{groups} row groups" if total < 0 else f"{total} rows in row group {group}"
+                raise SourceError(
+                    f"ParquetColumnarRowInputFormat cannot read {path}: the file changed since "
+                    f"it was listed: it has {held}, but row group {group} was read to row "
+                    f"{start} already (files must not change once visible: write them "
+                    "elsewhere and move them in)"
+                )
+            int96 = _int96_columns(parquet)
             skip = start
             batches = parquet.iter_batches(
                 self.batch_size, [group], self._columns(parquet.schema_arrow, path)
@@ -88,7 +110,11 @@ class ParquetFormat(FileFormat):
                     continue
                 batch = batch.slice(skip, max_records - (position - start))
                 skip = 0
-                yield from self._rows.rows(self._conform(batch, path))
+                try:
+                    rows = self._rows.rows(self._conform(batch, path, int96))
+                except ArrowTypeError as exc:
+                    raise SourceError(f"{self.name} cannot read {path}: {exc}") from None
+                yield from rows
                 position += batch.num_rows
         progress[split] = SplitProgress(position, position >= total)
 
@@ -119,27 +145,34 @@ class ParquetFormat(FileFormat):
             columns.append(found[0])
         return columns
 
-    def _conform(self, batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
-        """The batch's columns as the row type's (renamed, widened); zoned timestamps read
-        into SQL timestamps as their wall clock in UTC or in the local zone."""
+    def _conform(self, batch: pa.RecordBatch, path: str, int96: set[str]) -> pa.RecordBatch:
+        """The batch's columns as the row type's (renamed, widened); instants (zoned
+        timestamps, and the ``INT96`` timestamps of Spark and Hive, which are UTC instants
+        that pyarrow reads without a zone) read into SQL timestamps as their wall clock in
+        UTC or in the local zone."""
         columns = self._columns(batch.schema, path)
-        arrays = []
-        for name, column in zip(self.schema.names, columns, strict=True):
-            array = batch.column(column)
-            if name in self._timestamps and pa.types.is_timestamp(array.type) and array.type.tz:
-                array = self._wall_clock(array)
-            arrays.append(array)
-        renamed = pa.RecordBatch.from_arrays(arrays, names=self.schema.names)
         where = f"ParquetColumnarRowInputFormat cannot read {path}"
         try:
+            arrays = []
+            for name, column in zip(self.schema.names, columns, strict=True):
+                array = batch.column(column)
+                if name in self._timestamps and pa.types.is_timestamp(array.type):
+                    if column in int96:
+                        array = array.cast(pa.timestamp(array.type.unit, tz="UTC"))
+                    if array.type.tz:
+                        array = self._wall_clock(array, self.schema.field(name).type)
+                arrays.append(array)
+            renamed = pa.RecordBatch.from_arrays(arrays, names=self.schema.names)
             return conform(renamed, self.schema, where)
         except ArrowTypeError as exc:
             raise SourceError(str(exc)) from None
         except pa.ArrowInvalid as exc:
             raise SourceError(f"{where}: {exc}") from None
 
-    def _wall_clock(self, array: pa.Array) -> pa.Array:
-        naive = pa.timestamp(array.type.unit)
+    def _wall_clock(self, array: pa.Array, naive: pa.DataType) -> pa.Array:
+        """The wall clock of an array of instants, as ``naive`` (the row type's SQL
+        timestamp); a value finer than ``naive`` fails (ArrowInvalid) rather than being cut."""
+        array = array.cast(pa.timestamp(naive.unit, tz="UTC"))
         if self.is_utc_timestamp:
             return array.cast(naive)  # the UTC instant's own fields
         values = [
@@ -163,6 +196,16 @@ def _open(path: str) -> Iterator[pq.ParquetFile]:
             raise SourceError(f"ParquetColumnarRowInputFormat cannot read {path}: {exc}") from None
         with parquet:
             yield parquet
+
+
+def _int96_columns(parquet: pq.ParquetFile) -> set[str]:
+    """The top-level columns stored as ``INT96`` timestamps."""
+    schema = parquet.schema
+    return {
+        column.path
+        for column in (schema.column(i) for i in range(len(schema)))
+        if column.physical_type == "INT96" and "." not in column.path
+    }
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:

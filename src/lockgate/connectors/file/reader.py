@@ -5,6 +5,8 @@ Text lines are one such format, JSON lines another: each turns a line into its r
 
 from __future__ import annotations
 
+import codecs
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
@@ -25,6 +27,16 @@ class TextLineFormat(FileFormat):
     ``StreamFormat.text_line_format``)."""
 
     def __init__(self, charset: str = "UTF-8"):
+        try:
+            codec = codecs.lookup(charset)
+        except (LookupError, TypeError):
+            raise ValueError(f"text_line_format: {charset!r} is not a known charset") from None
+        if codec.encode("\r\n")[0] != b"\r\n":
+            raise ValueError(
+                f"text_line_format: charset {charset!r} writes line ends as other bytes than "
+                "ASCII does (as UTF-16 and UTF-32 do); lines are split at the bytes of \\n "
+                "and \\r: convert such files to UTF-8"
+            )
         self.charset = charset
 
     def read(
@@ -48,35 +60,52 @@ def read_lines(
     """The records of the lines of one split's planned range; records where it stopped in
     ``progress``. A line that ``parse`` turns into ``SKIP`` is consumed but is no record."""
     count = 0
-    try:
-        fs, local = url_to_fs(path)
-        with fs.open(local, "rb") as handle:
-            handle.seek(offset)
-            for raw in handle:
-                if b"\r" not in raw:  # the common case: one line ending in "\n" (or EOF)
-                    record = parse(raw[:-1] if raw.endswith(b"\n") else raw, path, offset)
-                    offset += len(raw)
+    with open_at(path, offset) as handle:
+        for raw in handle:
+            if b"\r" not in raw:  # the common case: one line ending in "\n" (or EOF)
+                record = parse(raw[:-1] if raw.endswith(b"\n") else raw, path, offset)
+                offset += len(raw)
+                if record is not SKIP:
+                    yield record
+                    count += 1
+            else:
+                for line, consumed in _split_carriage_returns(raw):
+                    record = parse(line, path, offset)
+                    offset += consumed
                     if record is not SKIP:
                         yield record
                         count += 1
-                else:
-                    for line, consumed in _split_carriage_returns(raw):
-                        record = parse(line, path, offset)
-                        offset += consumed
-                        if record is not SKIP:
-                            yield record
-                            count += 1
-                            if count >= limit:
-                                break
-                    if offset != handle.tell():  # stopped inside a "\r"-separated run
-                        break
-                if count >= limit:
+                        if count >= limit:
+                            break
+                if offset != handle.tell():  # stopped inside a "\r"-separated run
                     break
-            at_end = offset == handle.tell() and handle.read(1) == b""
-            finished = count < limit or at_end
+            if count >= limit:
+                break
+        at_end = offset == handle.tell() and handle.read(1) == b""
+        finished = count < limit or at_end
+    progress[path] = SplitProgress(offset, finished)
+
+
+def open_at(path: str, offset: int) -> BinaryIO:
+    """The file at ``path``, open for reading from byte ``offset``, the position a split
+    reached. A file shorter than that was replaced since (files must not change once
+    visible): reading on would silently end, or read a record from its middle."""
+    fs, local = url_to_fs(path)
+    try:
+        handle: BinaryIO = fs.open(local, "rb")
     except FileNotFoundError:
         raise SourceError(f"FileSource input file disappeared: {path}") from None
-    progress[path] = SplitProgress(offset, finished)
+    if offset:
+        size = handle.seek(0, os.SEEK_END)
+        if size < offset:
+            handle.close()
+            raise SourceError(
+                f"FileSource input file {path} changed since it was listed: it has {size} "
+                f"bytes, but was read to byte offset {offset} already (files must not "
+                "change once visible: write them elsewhere and move them in)"
+            )
+    handle.seek(offset)
+    return handle
 
 
 def _split_carriage_returns(raw: bytes) -> Iterator[tuple[bytes, int]]:

@@ -62,8 +62,10 @@ class FileSinkSettings:
     bucket_assigner: BucketAssigner = BucketAssigner("yyyy-MM-dd--HH")
 
     def validate(self) -> None:
-        """On the driver before the job: the base path is writable, and holds nothing the
-        format cannot write next to."""
+        """On the driver before the job: part names that are visible files of the bucket
+        directory, a base path that is writable and holds nothing the format cannot write
+        next to."""
+        self._check_part_names()
         fs, root = url_to_fs(self.base_path)
         probe = f"{root.rstrip('/')}/.lockgate-probe-{uuid.uuid4().hex}"
         try:
@@ -75,3 +77,18 @@ class FileSinkSettings:
                 f"FileSink base path is not writable: {self.base_path} ({exc})"
             ) from exc
         self.part_format.check_output(self.base_path, self.part_suffix)
+
+    def _check_part_names(self) -> None:
+        """Committed parts are named ``<prefix>-<writer>-<n><suffix>`` inside their bucket:
+        a prefix starting with '.' or '_' would make them hidden files, which readers skip
+        (and which the sink itself takes for its in-progress files), and a '/' would put
+        them in a directory that does not exist."""
+        prefix, suffix = self.part_prefix, self.part_suffix
+        problem = ""
+        if prefix.startswith((".", "_")):
+            problem = f"part prefix {prefix!r} starts with {prefix[0]!r}: readers skip such files"
+        for what, value in (("part prefix", prefix), ("part suffix", suffix)):
+            if "/" in value or "\\" in value:
+                problem = f"{what} {value!r} holds a path separator: a part is a file name"
+        if problem:
+            raise SinkError(f"FileSink's OutputFileConfig: the {problem}")

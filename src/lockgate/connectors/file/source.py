@@ -43,7 +43,7 @@ class AbstractFileSource(Source):
 
     def create_enumerator(self, parallelism: int) -> FileEnumerator:
         return FileEnumerator(
-            self.list_files, self.monitor_interval_ms, parallelism, self.file_format.split_file
+            self.list_files, self.monitor_interval_ms, parallelism, self.file_format
         )
 
     def read(

@@ -10,13 +10,13 @@ checks settings and existing files' footers (``footers.py``).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lockgate.common.arrow_rows import ArrowTypeError, RowsToArrow, arrow_schema
+from lockgate.common.arrow_rows import ArrowTypeError, RowsToArrow, arrow_schema, decimal_check
 from lockgate.common.type_conversion import record_converter
 from lockgate.common.typeinfo import RowTypeInfo
 from lockgate.common.types import Row
@@ -71,14 +71,30 @@ def check_row_type(row_type: Any, settings: ParquetWriterSettings, where: str) -
     return row_type
 
 
+def row_converter(row_type: RowTypeInfo) -> Callable[[Any], Row]:
+    """A record as a ``Row`` of ``row_type`` (``record_converter``), checked also for what
+    its Arrow columns hold fewer of (``arrow_rows.decimal_check``), so that each record
+    fails on its own before it waits in a batch."""
+    converter = record_converter(row_type)
+    assert converter is not None
+    check = decimal_check(row_type)
+    if check is None:
+        return converter
+
+    def convert(record: Any) -> Row:
+        row: Row = converter(record)
+        check(row)
+        return row
+
+    return convert
+
+
 class ParquetRows:
     """What the rows of one row type become in Parquet files written with one setting."""
 
     def __init__(self, row_type: RowTypeInfo, settings: ParquetWriterSettings, where: str):
         self.settings = settings
-        converter = record_converter(check_row_type(row_type, settings, where))
-        assert converter is not None
-        self.convert = converter
+        self.convert = row_converter(check_row_type(row_type, settings, where))
         self.to_arrow = RowsToArrow(row_type, where)
         self.schema = file_schema(row_type, where)
         self._local_columns = [

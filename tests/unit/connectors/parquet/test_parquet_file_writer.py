@@ -78,10 +78,32 @@ def test_a_row_not_matching_the_row_type_fails_naming_what_differs(record, messa
         writer.add_element(record)
 
 
-def test_a_value_arrow_cannot_hold_names_the_column_and_the_row():
-    row_type = Types.ROW_NAMED(["dec"], [Types.BIG_DEC()])
-    with pytest.raises(ArrowTypeError, match=r"column 'dec'.*row Row\(dec=Decimal\('1E-30'\)\)"):
-        write(row_type, [Row(dec=decimal.Decimal("1")), Row(dec=decimal.Decimal("1e-30"))])
+@pytest.mark.parametrize(
+    "field_type, value, message",
+    [
+        (Types.BIG_DEC(), decimal.Decimal("1e-30"), "more than 18 digits after"),
+        (Types.BIG_DEC(), decimal.Decimal("0.1234567890123456789"), "more than 18 digits after"),
+        (Types.BIG_DEC(), decimal.Decimal("1e25"), "more than 20 digits before"),
+        (Types.BIG_DEC(), decimal.Decimal("NaN"), "not a finite number"),
+        (Types.LIST(Types.BIG_DEC()), [decimal.Decimal("Infinity")], "\\[\\]'.*finite"),
+    ],
+)
+def test_a_decimal_arrow_cannot_hold_fails_the_record_that_holds_it(field_type, value, message):
+    """Checked per record, not when its batch of 4096 rows is converted: the error comes
+    from the record itself, so the sink names that record."""
+    row_type = Types.ROW_NAMED(["dec"], [field_type])
+    writer = ParquetBulkWriters.for_row_type(row_type).create(io.BytesIO())
+    fine = [decimal.Decimal("1.5")] if field_type == Types.LIST(Types.BIG_DEC()) else 1
+    writer.add_element(Row(dec=fine))
+    with pytest.raises(ArrowTypeError, match=f"field 'dec.*{message}"):
+        writer.add_element(Row(dec=value))
+
+
+def test_decimals_that_fit_are_written_exactly():
+    values = [decimal.Decimal("1.500000000000000000000"), decimal.Decimal("-" + "9" * 20),
+              decimal.Decimal("0E-30"), decimal.Decimal("0.000000000000000001")]  # fmt: skip
+    table = write(Types.ROW_NAMED(["dec"], [Types.BIG_DEC()]), [Row(dec=v) for v in values])
+    assert table.column("dec").to_pylist() == values
 
 
 @pytest.fixture
