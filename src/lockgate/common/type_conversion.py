@@ -46,13 +46,17 @@ Formatter = Callable[[Any], str]
 
 _FLOAT = struct.Struct("f")
 
-#: the range of Java's integral types (PyFlink's coders write them with these widths)
-_INT_RANGES = {
-    BasicType.BYTE: 8,
-    BasicType.SHORT: 16,
-    BasicType.INT: 32,
-    BasicType.LONG: 64,
-    BasicType.BIG_INT: 64,
+#: the least and greatest value of Java's integral types (PyFlink's coders write them with
+#: these widths; BIG_INT as a long)
+INTEGRAL_RANGES: dict[BasicType, tuple[int, int]] = {
+    basic: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    for basic, bits in (
+        (BasicType.BYTE, 8),
+        (BasicType.SHORT, 16),
+        (BasicType.INT, 32),
+        (BasicType.LONG, 64),
+        (BasicType.BIG_INT, 64),
+    )
 }
 
 
@@ -121,9 +125,8 @@ def _basic_converter(type_info: BasicTypeInfo) -> Converter:
     basic = type_info._basic_type
     if basic in (BasicType.STRING, BasicType.CHAR):
         return _instance_converter(type_info, str)
-    if basic in _INT_RANGES:
-        bits = _INT_RANGES[basic]
-        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if basic in INTEGRAL_RANGES:
+        low, high = INTEGRAL_RANGES[basic]
 
         def integral(value: Any) -> Any:
             if not isinstance(value, int):

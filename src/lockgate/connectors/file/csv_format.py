@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 
 from fsspec.core import url_to_fs
 
-from lockgate.common.type_conversion import RecordTypeError, record_converter
+from lockgate.common.type_conversion import INTEGRAL_RANGES, RecordTypeError, record_converter
 from lockgate.common.typeinfo import BasicType, BasicTypeInfo, TypeInformation, Types
 from lockgate.common.types import Row, RowKind, _row
 from lockgate.connectors.file.format import FileFormat
@@ -40,15 +40,6 @@ _PARSERS: dict[BasicType, Callable[[str], Any]] = {
     BasicType.FLOAT: float,
     BasicType.DOUBLE: float,
     BasicType.BIG_DEC: decimal.Decimal,
-}
-_RANGES = {
-    basic: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-    for basic, bits in (
-        (BasicType.BYTE, 8),
-        (BasicType.SHORT, 16),
-        (BasicType.INT, 32),
-        (BasicType.LONG, 64),
-    )
 }
 _BOOLEANS = {"true": True, "false": False}
 _JACKSON_ESCAPES = {"0": "\0", "n": "\n", "r": "\r", "t": "\t"}
@@ -309,8 +300,8 @@ def _value_converter(type_info: TypeInformation) -> Callable[[str], Any]:
     basic = type_info._basic_type
     if basic is BasicType.DOUBLE:
         return _double
-    if basic in _RANGES:
-        low, high = _RANGES[basic]
+    if basic in INTEGRAL_RANGES:
+        low, high = INTEGRAL_RANGES[basic]
 
         def integral(text: str) -> int | None:
             if not text:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lockgate.common.time import Instant
-from lockgate.common.type_conversion import RecordTypeError, record_converter
+from lockgate.common.type_conversion import INTEGRAL_RANGES, RecordTypeError, record_converter
 from lockgate.common.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,
@@ -55,15 +55,6 @@ _EXACT = {
     BasicType.BOOLEAN: bool,
     BasicType.DOUBLE: float,
     **dict.fromkeys((BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG), int),
-}
-_RANGES = {
-    basic: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-    for basic, bits in (
-        (BasicType.BYTE, 8),
-        (BasicType.SHORT, 16),
-        (BasicType.INT, 32),
-        (BasicType.LONG, 64),
-    )
 }
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -228,7 +219,7 @@ def _basic_converter(type_info: BasicTypeInfo, where: str) -> Converter:
     exact = _EXACT.get(basic)
     if exact is None:
         return basic_value
-    bounds = _RANGES.get(basic)
+    bounds = INTEGRAL_RANGES.get(basic)
     if bounds is None:
 
         def exact_value(value: Any) -> Any:  # the common case without a call
