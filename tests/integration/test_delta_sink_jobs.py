@@ -4,6 +4,7 @@ tables the sink cannot append to and rows that do not fit the row type are refus
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 from exactly_once_job import (
     KEYS,
@@ -64,6 +65,11 @@ def test_delta_table_holds_each_row_once_across_failures(make_env, tmp_path, par
     assert table.metadata().partition_columns == ["split"]
     frame = table.to_pandas()
     assert len(frame) == parallelism * PER_SPLIT
+    # DuckDB through delta-rs's dataset (its own delta extension downloads at run time)
+    dataset = table.to_pyarrow_dataset()  # noqa: F841 - DuckDB finds it by its name
+    assert duckdb.sql("SELECT count(*), count(DISTINCT (split, i)) FROM dataset").fetchall() == [
+        (parallelism * PER_SPLIT, parallelism * PER_SPLIT)
+    ]
     # one commit per completed checkpoint that had rows, none for a redone commit
     commits = [c for c in table.history() if c.get("operation") != "CREATE TABLE"]
     assert len(commits) <= len(result.checkpoints) + 1

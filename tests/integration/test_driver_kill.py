@@ -48,20 +48,19 @@ def start(
     return start_driver(tmp_path, name, SCRIPT, args)
 
 
-# Parallelism 3 on both backends; parallelism 1 adds nothing the other recovery tests lack
-# and a driver kill costs about 20 s (the suite must stay within 15 minutes)
-# One backend (the suite's time): how the driver dies does not depend on it
-@pytest.mark.parametrize("parallelism, backend", [(3, "rocksdb")])
-def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, parallelism, backend):
+# Parallelism 3 on one backend: parallelism 1 adds nothing the other recovery tests lack,
+# and how the driver dies does not depend on the backend. A kill costs about a minute: `make test` kills a DataFrame job (its source has the most
+# to redo: the new run stages the DataFrame again, the killed run's staged partitions go
+# with its work directory, and it reads on from the checkpoint's row offsets); a
+# collection's job is killed in `make integration-full` and, writing to every exactly-once
+# sink, in test_exactly_once_sinks_driver_kill.py.
+@pytest.mark.parametrize(
+    "source", ["dataframe", pytest.param("collection", marks=pytest.mark.full)]
+)
+def test_driver_killed_mid_run_resumes_with_exactly_once_output(tmp_path, source):
     """On RocksDB (incremental checkpoints), the new driver's subtasks find no local
     snapshot of the killed run: they download the checkpoint's files."""
-    kill_and_resume(tmp_path, parallelism, backend, "collection")
-
-
-def test_dataframe_job_killed_mid_run_resumes_with_exactly_once_output(tmp_path):
-    """The new run stages the DataFrame again (the killed run's staged partitions go with
-    its work directory) and reads on from the checkpoint's row offsets."""
-    kill_and_resume(tmp_path, 2, "hashmap", "dataframe")
+    kill_and_resume(tmp_path, 3, "rocksdb", source)
 
 
 def kill_and_resume(tmp_path: Path, parallelism: int, backend: str, source: str) -> None:
