@@ -49,11 +49,12 @@ def start(
 
 
 # Parallelism 3 on one backend: parallelism 1 adds nothing the other recovery tests lack,
-# and how the driver dies does not depend on the backend. A kill costs about a minute: `make test` kills a DataFrame job (its source has the most
-# to redo: the new run stages the DataFrame again, the killed run's staged partitions go
-# with its work directory, and it reads on from the checkpoint's row offsets); a
-# collection's job is killed in `make integration-full` and, writing to every exactly-once
-# sink, in test_exactly_once_sinks_driver_kill.py.
+# and how the driver dies does not depend on the backend. A kill costs about a minute:
+# `make test` kills a DataFrame job (its source has the most to redo: the new run stages
+# the DataFrame again, the killed run's staged partitions go with its work directory, and
+# it reads on from the checkpoint's row offsets); a collection's job is killed in
+# `make integration-full` and, writing to every exactly-once sink, in
+# test_exactly_once_sinks_driver_kill.py.
 @pytest.mark.parametrize(
     "source", ["dataframe", pytest.param("collection", marks=pytest.mark.full)]
 )
