@@ -69,10 +69,6 @@ class ArrowTypeError(TypeError):
     """A type has no Arrow form, or Arrow columns do not fit a row type."""
 
 
-def is_row_type(type_info: Any) -> bool:
-    return isinstance(type_info, RowTypeInfo)
-
-
 def arrow_type(type_info: TypeInformation, where: str) -> pa.DataType:
     """The Arrow type that holds values of ``type_info``; ``where`` names it in errors."""
     if isinstance(type_info, BasicTypeInfo):

@@ -18,13 +18,34 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
+
+from lockgate.common.records import Record, RecordFormatError
+
+R = TypeVar("R", bound=Record)
 
 
 def sink_digest(uid: str) -> str:
     """A short, stable name of a sink's uid, for the names of what it stages (transaction
     ids, application ids), which a uid's characters or length may not fit."""
     return hashlib.sha256(uid.encode()).hexdigest()[:12]
+
+
+def commit_version(generation: int, epoch: int) -> int:
+    """What marks an epoch's output committed where the system written to keeps one growing
+    number per writer (a Kafka marker offset, a Delta application transaction). It grows
+    with every epoch of a run and with every restore: a restore that falls back to an older
+    checkpoint runs epoch numbers again, with other input, under a new generation."""
+    return generation << 32 | epoch
+
+
+def read_committable(record: type[R], raw: Any, error: type[Exception], sink: str) -> R:
+    """The committable of type ``record`` in ``raw`` (a checkpoint's JSON); a damaged one
+    is an ``error`` naming the ``sink``."""
+    try:
+        return record.from_json(raw, f"{raw!r:.120}")
+    except RecordFormatError as exc:
+        raise error(f"not a {sink} committable: {exc}") from None
 
 
 class CommitFailedError(OSError):

@@ -4,10 +4,8 @@ application transaction, which makes the commit happen once.
 
 Delta's ``txn`` action records, per application id, the last version that application
 committed, in the same commit as its files: a commit whose version the table already holds
-is skipped, so a commit redone after a crash adds nothing twice. The version is
-``generation << 32 | epoch`` of the epoch the files were written in: it grows with every
-epoch of a run and with every restore (a restore that falls back to an older checkpoint runs
-epoch numbers again, under a new generation).
+is skipped, so a commit redone after a crash adds nothing twice. The version is the
+``commit_version`` of the epoch the files were written in.
 """
 
 from __future__ import annotations
@@ -16,10 +14,10 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from lockgate.common.records import Minimum, Record, RecordFormatError
+from lockgate.common.records import Minimum, Record
 from lockgate.connectors.delta.table import DeltaTableSpec
 from lockgate.connectors.file.sink import SinkError
-from lockgate.core.two_phase_commit import CommitFailedError
+from lockgate.core.two_phase_commit import CommitFailedError, read_committable
 
 Count = Annotated[int, Minimum(0, "a count")]
 
@@ -47,14 +45,7 @@ class DeltaCommittable(Record):
 
     @classmethod
     def read(cls, raw: Any) -> DeltaCommittable:
-        try:
-            return cls.from_json(raw, f"{raw!r:.120}")
-        except RecordFormatError as exc:
-            raise SinkError(f"not a Delta sink committable: {exc}") from None
-
-
-def transaction_version(generation: int, epoch: int) -> int:
-    return generation << 32 | epoch
+        return read_committable(cls, raw, SinkError, "Delta sink")
 
 
 def commit_files(table: DeltaTableSpec, app_id: str, parts: list[DeltaCommittable]) -> bool:

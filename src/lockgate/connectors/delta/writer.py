@@ -20,12 +20,11 @@ from lockgate.connectors.delta.committable import (
     DeltaCommittable,
     DeltaDataFile,
     commit_files,
-    transaction_version,
 )
 from lockgate.connectors.delta.table import DeltaTableSpec
 from lockgate.connectors.parquet.file_writer import ParquetFileWriter, row_converter
 from lockgate.connectors.parquet.settings import CODECS, ParquetWriterSettings
-from lockgate.core.two_phase_commit import sink_digest
+from lockgate.core.two_phase_commit import commit_version, sink_digest
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
 
 
@@ -132,7 +131,7 @@ class DeltaSinkWriter(Operator):
         if not files:
             return
         ctx = self.ctx
-        version = transaction_version(ctx.generation, ctx.epoch)
+        version = commit_version(ctx.generation, ctx.epoch)
         if ctx.commit_on_checkpoint:  # one application: a checkpoint's files commit as one
             self.pending.append(DeltaCommittable(ctx.epoch, self.app_id, version, tuple(files)))
         else:  # each subtask commits its own files, as an application of its own

@@ -12,8 +12,9 @@ from typing import Any
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-from lockgate.common.records import Record, RecordFormatError
+from lockgate.common.records import Record
 from lockgate.connectors.file.sink import SinkError
+from lockgate.core.two_phase_commit import read_committable
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,7 @@ class PartCommittable(Record):
     @classmethod
     def read(cls, raw: Any) -> PartCommittable:
         """The committable in ``raw``; a damaged one is a ``SinkError``."""
-        try:
-            return cls.from_json(raw, f"{raw!r:.120}")
-        except RecordFormatError as exc:
-            raise SinkError(f"not a FileSink committable: {exc}") from None
+        return read_committable(cls, raw, SinkError, "FileSink")
 
 
 def commit_part(part: PartCommittable) -> None:

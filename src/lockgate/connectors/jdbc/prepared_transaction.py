@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.common.records import Record, RecordFormatError
+from lockgate.common.records import Record
 from lockgate.connectors.jdbc.sink import JdbcSinkError
-from lockgate.core.two_phase_commit import sink_digest
+from lockgate.core.two_phase_commit import read_committable, sink_digest
 
 PREFIX = "lockgate"
 _GID = re.compile(r"lockgate-[0-9a-f]{32}-[0-9a-f]{12}-[0-9]+-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
@@ -80,10 +80,7 @@ class JdbcCommittable(Record):
 
     @classmethod
     def read(cls, raw: Any) -> JdbcCommittable:
-        try:
-            committable = cls.from_json(raw, f"{raw!r:.120}")
-        except RecordFormatError as exc:
-            raise JdbcSinkError(f"not a JdbcSink committable: {exc}") from None
+        committable = read_committable(cls, raw, JdbcSinkError, "JdbcSink")
         if not is_transaction_id(committable.gid):
             raise JdbcSinkError(
                 f"a JdbcSink committable names {committable.gid!r}, which is not the name of "

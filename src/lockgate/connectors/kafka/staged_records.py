@@ -17,8 +17,9 @@ from typing import Any
 import pyarrow as pa
 from fsspec.core import url_to_fs
 
-from lockgate.common.records import Record, RecordFormatError
+from lockgate.common.records import Record
 from lockgate.connectors.kafka.sink import KafkaSinkError
+from lockgate.core.two_phase_commit import commit_version, read_committable
 
 _SCHEMA = pa.schema([("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary())])
 #: the directory of a sink's staged files under the job's sink-files directory
@@ -45,14 +46,11 @@ class KafkaCommittable(Record):
         """The offset that marks this epoch committed. After a restore the job runs epoch
         numbers again (a restore that had to fall back to an older checkpoint even re-runs
         committed ones, with other input): the generation keeps them apart, newer."""
-        return (self.generation << 32) | self.epoch
+        return commit_version(self.generation, self.epoch)
 
     @classmethod
     def read(cls, raw: Any) -> KafkaCommittable:
-        try:
-            return cls.from_json(raw, f"{raw!r:.120}")
-        except RecordFormatError as exc:
-            raise KafkaSinkError(f"not a KafkaSink committable: {exc}") from None
+        return read_committable(cls, raw, KafkaSinkError, "KafkaSink")
 
 
 def write_records(url: str, topics: list[str], keys: list[Any], values: list[Any]) -> None:
