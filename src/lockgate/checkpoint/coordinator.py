@@ -77,6 +77,8 @@ class CheckpointCoordinator:
     history_size: int = 10  # most recent checkpoints whose statistics are kept
     history: deque[CheckpointStats] = field(init=False)
     next_id: int = 1
+    completed_count: int = 0  # over the job's life, beyond the history
+    failed_count: int = 0
     consecutive_failures: int = 0
     last_trigger: float = field(default_factory=time.monotonic)
     last_completion: float = 0.0
@@ -146,6 +148,7 @@ class CheckpointCoordinator:
         self.next_id += 1
         checkpoint = CompletedCheckpoint(checkpoint_id, epoch, body, path)
         self.retained.append(checkpoint)
+        self.completed_count += 1
         self.consecutive_failures = 0
         self.last_completion = time.monotonic()
         sizes = {uid: operator.state_size() for uid, operator in operators.items()}
@@ -168,6 +171,7 @@ class CheckpointCoordinator:
         """Record a failed checkpoint; True when more failures than tolerated have happened."""
         checkpoint_id = self.next_id
         self.next_id += 1
+        self.failed_count += 1
         self.consecutive_failures += 1
         self.history.append(
             CheckpointStats(

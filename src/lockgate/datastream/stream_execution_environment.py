@@ -33,6 +33,7 @@ from lockgate.datastream.data_stream import (
 from lockgate.datastream.state_backend import StateBackend
 from lockgate.graph.job_graph import JobGraph, build_job_graph, execution_plan
 from lockgate.graph.transformations import Transformation, TransformationKind
+from lockgate.runtime.jobmaster import program_context
 from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 from lockgate.runtime.jobmaster.job_settings import JobSettings, check_exactly_once_sinks
@@ -62,9 +63,10 @@ class StreamExecutionEnvironment:
     def __init__(
         self, configuration: Configuration | None = None, spark: SparkSession | None = None
     ):
-        self._config = (
-            Configuration(configuration) if configuration is not None else Configuration()
-        )
+        context = program_context.current()
+        self._config = Configuration.from_dict(dict(context.configuration) if context else {})
+        if configuration is not None:
+            self._config.add_all(configuration)
         options.validate(self._config.to_dict())
         self._spark = spark
         self._transformations: list[Transformation] = []
@@ -359,24 +361,38 @@ class StreamExecutionEnvironment:
         add_python_files(session, options.PYTHON_FILES.read(config))
         # a SparkContext does not start without spark.master, so its master is set
         master = cast(str, session.sparkContext.master)
-        settings = JobSettings.resolve(config, job_name or "lockgate job", master)
+        context = program_context.current()
+        job_id = context.take_job_id() if context is not None else None
+        settings = JobSettings.resolve(config, job_name or "lockgate job", master, job_id)
         check_exactly_once_sinks(job, settings)
+        if context is not None and context.plan_only:
+            raise program_context.ProgramPlan(job, settings.job_name)
         return JobMaster(session, job, settings)
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
-        """Run the job to its end in this thread."""
-        master = self._job_master(job_name)
-        for _ in master.run():
-            pass
-        return master.summary.execution_result()
+        """Run the job to its end; an interrupt (Ctrl-C) cancels it after its running
+        epoch."""
+        runner = self._start(job_name)
+        try:
+            return runner.result.result()
+        except KeyboardInterrupt:
+            runner.cancel()
+            runner.wait()
+            raise
 
     def execute_async(self, job_name: str = "lockgate job") -> JobClient:
         """Start the job on a thread of this process and return its handle at once; bad
         configuration fails here, before the job starts. A job still running when the
         interpreter exits is cancelled after its running epoch."""
+        return JobClient(self._start(job_name))
+
+    def _start(self, job_name: str | None) -> JobRunner:
         runner = JobRunner(self._job_master(job_name))
+        context = program_context.current()
+        if context is not None and context.listener is not None:
+            context.listener.job_started(runner)
         runner.start()
-        return JobClient(runner)
+        return runner
 
     def close(self) -> None:
         """Discard what was declared and not executed, and let go of the Spark session (it

@@ -24,6 +24,7 @@ from lockgate.runtime.errors import InjectedFailure, JobExecutionError
 from lockgate.runtime.jobmaster.checkpoint_finalizer import CheckpointFinalizer
 from lockgate.runtime.jobmaster.job_context import JobContext
 from lockgate.runtime.jobmaster.job_state import JobState, adopt_max_parallelism
+from lockgate.runtime.jobmaster.job_summary import JobFailure
 from lockgate.runtime.jobmaster.restart import now_ms
 from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 from lockgate.runtime.messages.task_deployment import run_id
@@ -90,6 +91,7 @@ class Failover:
                         message += f" (restart strategy {restart.name}: no restarts left)"
                     raise JobExecutionError(message) from failure
                 self.ctx.summary.restarts += 1
+                self.ctx.summary.failures.append(JobFailure.of(failure))
                 log.warning(
                     "job %s failed (%s); restarting in %.0f ms",
                     self.ctx.settings.job_id,

@@ -12,6 +12,7 @@ from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.job_status import JobStatus
 from lockgate.runtime.errors import JobCancellationError, JobExecutionError
 from lockgate.runtime.jobmaster.job_master import JobMaster
+from lockgate.runtime.jobmaster.job_summary import JobFailure
 
 log = logging.getLogger("lockgate")
 
@@ -72,12 +73,21 @@ class JobRunner:
     def trigger_savepoint(self, directory: str | None, stop: bool, drain: bool) -> Future[str]:
         return self.master.trigger_savepoint(directory, stop, drain)
 
+    def wait(self, timeout_s: float | None = None) -> JobStatus | None:
+        """The status the job ended with, once it has (None: still running after
+        ``timeout_s``)."""
+        try:
+            return self._ended.result(timeout_s)
+        except TimeoutError:
+            return None
+
     def _run(self) -> None:
         # the status goes first: who sees the result sees the status it ended with
         try:
             for _ in self.master.run():
                 pass
         except BaseException as exc:
+            self.master.summary.failures.append(JobFailure.of(exc))
             self._ended.set_result(JobStatus.FAILED)
             self.result.set_exception(exc)
             return

@@ -60,10 +60,16 @@ class JobSettings:
     signing_key: CheckpointSigningKey | None  # of checkpoints and savepoints (driver only)
 
     @staticmethod
-    def resolve(config: Mapping[str, str], job_name: str, master: str) -> JobSettings:
-        """Settings for one execution of a job on Spark master ``master``."""
+    def resolve(
+        config: Mapping[str, str], job_name: str, master: str, job_id: str | None = None
+    ) -> JobSettings:
+        """Settings for one execution of a job on Spark master ``master`` (with a new id
+        unless ``job_id`` names it: 32 lowercase hex digits, as Flink's)."""
         options.validate(config)
-        job_id = uuid.uuid4().hex
+        if job_id is None:
+            job_id = uuid.uuid4().hex
+        elif len(job_id) != 32 or job_id.strip("0123456789abcdef"):
+            raise ValueError(f"job id {job_id!r} is not 32 lowercase hex digits")
         local = is_local_master(master)
         checkpoint = _checkpoint_settings(config)
         keyed_state = _keyed_state(config, job_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,30 @@ class EpochResult:
     collected: list[Any]
 
 
+@dataclass(frozen=True)
+class JobFailure:
+    """A failure of the job, as Flink's exception history keeps it."""
+
+    timestamp_ms: int  # wall clock
+    exception: str  # the exception's class, qualified
+    message: str
+    stacktrace: str
+
+    @staticmethod
+    def of(error: BaseException) -> JobFailure:
+        kind = type(error)
+        return JobFailure(
+            int(time.time() * 1000),
+            f"{kind.__module__}.{kind.__qualname__}",
+            str(error),
+            "".join(traceback.format_exception(error)),
+        )
+
+
+# How many failures a job keeps (Flink's web.exception-history-size)
+FAILURE_HISTORY = 16
+
+
 @dataclass
 class JobSummary:
     job_id: str
@@ -37,7 +62,9 @@ class JobSummary:
     epochs: deque[EpochStats]  # the most recent ones
     checkpoints: list[CheckpointStats] = field(default_factory=list)
     restarts: int = 0
+    failures: deque[JobFailure] = field(default_factory=lambda: deque(maxlen=FAILURE_HISTORY))
     started: float = field(default_factory=time.monotonic)
+    started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))  # wall clock
     finished: float | None = None
 
     def execution_result(self) -> JobExecutionResult:
