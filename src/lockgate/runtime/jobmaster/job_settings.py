@@ -58,6 +58,7 @@ class JobSettings:
     keyed_state: KeyedStateSettings
     batch_bounds: BatchBounds
     signing_key: CheckpointSigningKey | None  # of checkpoints and savepoints (driver only)
+    configuration: Mapping[str, str]  # what the settings were resolved from
 
     @staticmethod
     def resolve(
@@ -102,6 +103,7 @@ class JobSettings:
                 options.RECORD_MAX_SIZE.read(config),
             ),
             signing_key=_signing_key(config),
+            configuration=dict(config),
         )
 
 

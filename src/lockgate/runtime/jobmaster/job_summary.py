@@ -23,6 +23,7 @@ class EpochStats:
     restored_subtasks: int
     checkpoint_id: int | None = None
     sources_ahead: bool = False  # its source tasks ran while the epoch before it did
+    end_time_ms: int = field(default_factory=lambda: int(time.time() * 1000))  # wall clock
 
 
 @dataclass
