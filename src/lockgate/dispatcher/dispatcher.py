@@ -235,7 +235,7 @@ class Dispatcher:
         elif latest is None:
             status = "INITIALIZING"
         else:
-            status = report.status
+            status = latest.status
         return JobView(
             files.job_id,
             report.job_name if report is not None else submission.program,
