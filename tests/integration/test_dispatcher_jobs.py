@@ -141,9 +141,14 @@ def test_a_job_operated_by_both_clis_survives_its_driver_and_dispatcher_dying(tm
         assert listed.returncode == 0, listed.stderr
         assert f": {job_id} : dispatcher test job (RUNNING)" in listed.stdout
         savepoint = flink(
-            flink_dir, "savepoint", "-m", f"127.0.0.1:{port}", job_id, f"file://{sp}",
+            flink_dir,
+            "savepoint",
+            "-m",
+            f"127.0.0.1:{port}",
+            job_id,
+            f"file://{sp}",
             token=lockgate.token,
-        )  # fmt: skip
+        )
         assert savepoint.returncode == 0, savepoint.stdout + savepoint.stderr
         location = savepoint.stdout.split("Savepoint completed. Path: ")[1].split()[0]
         assert (Path(location.removeprefix("file://")) / "_metadata").is_file()
@@ -156,15 +161,19 @@ def test_a_job_operated_by_both_clis_survives_its_driver_and_dispatcher_dying(tm
         attempt0 = lockgate.home / "jobs" / job_id / "attempts" / "0"
         driver = subprocess.run(
             ["pgrep", "-f", f"lockgate.dispatcher.job_driver {lockgate.home / 'jobs' / job_id}"],
-            capture_output=True, text=True,
-        ).stdout.split()  # fmt: skip
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         assert len(driver) == 1, driver
         os.kill(int(driver[0]), signal.SIGKILL)
         lockgate.wait_for(
-            job_id, "a second attempt running",
-            lambda d: d["state"] == "RUNNING"
-            and (lockgate.home / "jobs" / job_id / "attempts" / "1" / "report.json").exists(),
-        )  # fmt: skip
+            job_id,
+            "a second attempt running",
+            lambda d: (
+                d["state"] == "RUNNING"
+                and (lockgate.home / "jobs" / job_id / "attempts" / "1" / "report.json").exists()
+            ),
+        )
         attempt1 = json.loads((attempt0.parent / "1" / "attempt.json").read_text())
         assert "/chk-" in attempt1["recovery_path"], attempt1
 
@@ -177,14 +186,18 @@ def test_a_job_operated_by_both_clis_survives_its_driver_and_dispatcher_dying(tm
             time.sleep(0.2)
         lockgate("dispatcher", "start", "--port", "0")
         lockgate.wait_for(
-            job_id, "a third attempt running",
-            lambda d: d["state"] == "RUNNING"
-            and (lockgate.home / "jobs" / job_id / "attempts" / "2" / "report.json").exists(),
-        )  # fmt: skip
+            job_id,
+            "a third attempt running",
+            lambda d: (
+                d["state"] == "RUNNING"
+                and (lockgate.home / "jobs" / job_id / "attempts" / "2" / "report.json").exists()
+            ),
+        )
         lockgate.wait_for(
-            job_id, "every input line in the output",
+            job_id,
+            "every input line in the output",
             lambda _: sum(committed_lines(out).values()) >= sum(expected.values()),
-        )  # fmt: skip
+        )
 
         # Flink's CLI cancels it
         port = lockgate.url.rsplit(":", 1)[1]

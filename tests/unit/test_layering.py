@@ -6,7 +6,8 @@ sources and sinks, the runtime drives them and connectors implement them; its fi
 (``core.fs``: fsspec, atomic writes), since the state backends and ``checkpoint`` write through
 them. ``checkpoint`` (metadata, coordinator, registries) sits above the state backends, since it
 records their manifests. The state processor reads and writes checkpoints and savepoints, and no
-job needs it.
+job needs it. The tools sit on top: the Dispatcher runs job files and serves what their drivers
+report, and the ``lockgate`` command drives jobs, the Dispatcher and the state processor.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ LAYERS = [
     ("lockgate.runtime",),
     ("lockgate.connectors",),
     ("lockgate.datastream", "lockgate"),
+    ("lockgate.dispatcher",),
+    ("lockgate.cli",),
 ]
 PACKAGE = Path(lockgate.__file__).parent
 

@@ -34,9 +34,15 @@ def render(report: JobReport) -> Group:
             str(vertex.parallelism),
         )
     epochs = Table(
-        "epoch", "records", "seconds", "records/s", "state", "checkpoint",
-        title="epochs", title_justify="left",
-    )  # fmt: skip
+        "epoch",
+        "records",
+        "seconds",
+        "records/s",
+        "state",
+        "checkpoint",
+        title="epochs",
+        title_justify="left",
+    )
     for epoch in report.epochs[-EPOCH_ROWS:]:
         seconds = epoch.duration_ms / 1000
         epochs.add_row(
@@ -48,9 +54,14 @@ def render(report: JobReport) -> Group:
             str(epoch.checkpoint_id or ""),
         )
     checkpoints = Table(
-        "checkpoint", "status", "ms", "size", "incremental",
-        title="checkpoints", title_justify="left",
-    )  # fmt: skip
+        "checkpoint",
+        "status",
+        "ms",
+        "size",
+        "incremental",
+        title="checkpoints",
+        title_justify="left",
+    )
     for checkpoint in report.checkpoints[-EPOCH_ROWS:]:
         checkpoints.add_row(
             str(checkpoint.id),

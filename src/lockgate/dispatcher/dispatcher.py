@@ -153,7 +153,9 @@ class Dispatcher:
         files = self._files(job_id)
         if files.outcome() is not None:
             raise JobNotRunning(f"job {job_id} is not running: it is {self._view(files).status}")
-        self._loop.call_soon_threadsafe(self._cancel[job_id].set)
+        cancelled = self._cancel.get(job_id)
+        if cancelled is not None:  # wakes its watcher between driver attempts
+            self._loop.call_soon_threadsafe(cancelled.set)
         attempt = files.latest_attempt()
         if attempt is not None and files.driver_alive():
             attempt.command(JobCommand(uuid.uuid4().hex, "cancel", None, False))

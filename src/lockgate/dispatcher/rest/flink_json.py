@@ -263,6 +263,7 @@ def job(job: JobView) -> dict[str, Any]:
         "vertices": [_vertex(job, v) for v in vertices],
         "status-counts": counts,
         "plan": plan(job),
+        "pending-operators": 0,
     }
 
 
