@@ -192,6 +192,7 @@ def report(job_id: str, status: str, savepoint_dir: str | None = None) -> JobRep
         failures=[FailureReport(now_ms(), "builtins.ValueError", "bad", "Traceback ...")],
         restarts=1,
         configuration=configuration,
+        watermarks={"count": 1000},
     )
 
 
@@ -534,3 +535,11 @@ def test_a_job_file_that_runs_no_job_fails_with_that_reason(tmp_path):
             "a",
             "b c",
         ]
+
+
+def test_lockgates_report_endpoint_gives_epochs_checkpoints_and_watermarks(api):
+    client, _, _, _ = api
+    body = client.get(f"/v1/lockgate/jobs/{RUNNING}/report").json()
+    assert (body["status"], body["attempts"]) == ("RUNNING", 1)
+    assert JobReport.from_json(body["report"], "the API's answer").watermarks == {"count": 1000}
+    assert client.get(f"/v1/lockgate/jobs/{UNKNOWN}/report").status_code == 404

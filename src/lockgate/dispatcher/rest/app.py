@@ -180,6 +180,15 @@ def create_app(
         new = dispatcher().submit(body.program_name, program, body.arguments, body.configuration)
         return SubmitResponse(jobid=new, jobUrl=f"/jobs/{new}")
 
+    @router.get("/lockgate/jobs/{jobid}/report")
+    def get_report(jobid: str) -> dict[str, Any]:
+        """What the job's driver last reported (lockgate's JobReport): epochs, checkpoints,
+        state sizes and watermarks per operator, failures, its Spark UI."""
+        view = dispatcher().job(job_id(jobid))
+        if view.report is None:
+            raise dispatching.JobNotFound(f"job {jobid} has not reported yet")
+        return {"status": view.status, "attempts": view.attempts, "report": view.report.to_json()}
+
     @router.get("/jobs/{jobid}")
     def get_job(jobid: str) -> dict[str, Any]:
         return flink_json.job(dispatcher().job(job_id(jobid)))

@@ -164,6 +164,8 @@ class JobReport(Record, format=FORMAT, version=VERSION):
     failures: list[FailureReport]  # the most recent
     restarts: int
     configuration: dict[str, str]  # sensitive values hidden
+    # operator uid -> its event time, the least over its subtasks (absent: none yet)
+    watermarks: dict[str, int]
 
     @property
     def job_status(self) -> JobStatus:
@@ -261,4 +263,16 @@ def job_report(runner: JobRunner) -> JobReport:
         ],
         restarts=summary.restarts,
         configuration=masked(dict(settings.configuration)),
+        watermarks=operator_watermarks(ctx.state.watermarks),
     )
+
+
+def operator_watermarks(by_task: dict[int, dict[int, dict[str, int]]]) -> dict[str, int]:
+    """Each operator's watermark: the least over its subtasks (copied item by item: the
+    job's thread replaces entries as epochs are accepted)."""
+    least: dict[str, int] = {}
+    for _, subtasks in list(by_task.items()):
+        for _, uids in list(subtasks.items()):
+            for uid, watermark in list(uids.items()):
+                least[uid] = min(watermark, least.get(uid, watermark))
+    return least
