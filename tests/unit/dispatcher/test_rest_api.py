@@ -543,3 +543,27 @@ def test_lockgates_report_endpoint_gives_epochs_checkpoints_and_watermarks(api):
     assert (body["status"], body["attempts"]) == ("RUNNING", 1)
     assert JobReport.from_json(body["report"], "the API's answer").watermarks == {"count": 1000}
     assert client.get(f"/v1/lockgate/jobs/{UNKNOWN}/report").status_code == 404
+
+
+def test_prometheus_endpoint_exposes_every_jobs_figures(api):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client, _, _, _ = api
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    samples = {
+        (s.name, s.labels.get("job_id"), s.labels.get("operator_uid")): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+    }
+    assert samples[("lockgate_job_running", RUNNING, None)] == 1.0
+    assert samples[("lockgate_job_running", ENDED, None)] == 0.0
+    assert samples[("lockgate_job_restarts_total", RUNNING, None)] == 1.0
+    assert samples[("lockgate_checkpoints_completed_total", RUNNING, None)] == 1.0
+    assert samples[("lockgate_checkpoint_size_bytes", RUNNING, None)] == 2048.0
+    assert samples[("lockgate_checkpoint_incremental_size_bytes", RUNNING, None)] == 1024.0
+    assert samples[("lockgate_operator_state_size_bytes", RUNNING, "count")] == 2048.0
+    assert samples[("lockgate_epoch_records_per_second", RUNNING, None)] == 2000.0
+    assert 0 <= samples[("lockgate_last_checkpoint_age_seconds", RUNNING, None)] < 60
+    assert samples[("lockgate_operator_watermark_lag_seconds", RUNNING, "count")] > 1e9

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lockgate.dispatcher import dispatcher as dispatching
 from lockgate.dispatcher.dispatcher import Dispatcher, DispatcherError
-from lockgate.dispatcher.rest import flink_json
+from lockgate.dispatcher.rest import flink_json, prometheus
 
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
@@ -275,6 +275,13 @@ def create_app(
 
     app.include_router(router)
     app.include_router(router, prefix="/v1")
+
+    @app.get("/metrics", response_class=Response)
+    def metrics() -> Response:
+        """Prometheus' text format: every job's figures, labelled by job."""
+        return Response(
+            prometheus.exposition(dispatcher().jobs), media_type=prometheus.CONTENT_TYPE
+        )
 
     @app.exception_handler(DispatcherError)
     async def dispatcher_error(request: Request, exc: DispatcherError) -> Response:
