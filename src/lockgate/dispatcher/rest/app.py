@@ -141,6 +141,8 @@ def create_app(
         version=flink_json.REVISION,
         lifespan=lifespan,
         dependencies=[Depends(reader)],
+        docs_url=None,  # its pages load scripts from a CDN
+        redoc_url=None,
     )
 
     def dispatcher() -> Dispatcher:
