@@ -10,31 +10,18 @@ import os
 from pathlib import Path
 
 import pytest
+from fabricated_jobs import add_job
 from fastapi.testclient import TestClient
 
 from lockgate.dispatcher.dispatcher import Dispatcher
 from lockgate.dispatcher.home import DispatcherHome
 from lockgate.dispatcher.job_store import (
     JobCommand,
-    JobFiles,
-    JobOutcome,
-    JobSubmission,
     TriggerOutcome,
-    now_ms,
     write_record,
 )
 from lockgate.dispatcher.rest.app import create_app
-from lockgate.runtime.jobmaster.job_report import (
-    CheckpointCounts,
-    CheckpointingReport,
-    CheckpointReport,
-    EpochReport,
-    FailureReport,
-    JobReport,
-    OperatorReport,
-    VertexInput,
-    VertexReport,
-)
+from lockgate.runtime.jobmaster.job_report import JobReport
 
 RUNNING = "0123456789abcdef0123456789abcdef"
 ENDED = "fedcba9876543210fedcba9876543210"
@@ -130,82 +117,6 @@ EXCEPTION = {
     "taskName",
     "timestamp",
 }
-
-
-def report(job_id: str, status: str, savepoint_dir: str | None = None) -> JobReport:
-    configuration = {"restart-strategy.type": "fixed-delay"}
-    if savepoint_dir is not None:
-        configuration["execution.checkpointing.savepoint-dir"] = savepoint_dir
-    return JobReport(
-        job_id=job_id,
-        job_name="counts",
-        status=status,
-        start_time_ms=now_ms() - 5000,
-        end_time_ms=None,
-        written_ms=now_ms(),
-        spark_app_id="local-1",
-        spark_ui=None,
-        vertices=[
-            VertexReport(
-                0, "a" * 32, "Source: lines", 1, 128, [OperatorReport("lines", "lines")], []
-            ),
-            VertexReport(
-                1,
-                "b" * 32,
-                "count -> Sink: out",
-                2,
-                128,
-                [OperatorReport("count", "count"), OperatorReport("out", "Sink: out")],
-                [VertexInput(0, "HASH")],
-            ),
-        ],
-        epochs=[EpochReport(1, now_ms(), 100, 50.0, 2048, 10, 1)],
-        checkpointing=CheckpointingReport(
-            500,
-            "EXACTLY_ONCE",
-            600000,
-            0,
-            0,
-            1,
-            "NO_EXTERNALIZED_CHECKPOINTS",
-            "file:///ck/x",
-            "hashmap",
-            False,
-        ),
-        checkpoint_counts=CheckpointCounts(1, 1, 0),
-        checkpoints=[
-            CheckpointReport(
-                1,
-                1,
-                "COMPLETED",
-                now_ms(),
-                40.0,
-                2048,
-                1024,
-                {"count": 2048},
-                "file:///ck/x/chk-1",
-                None,
-            ),
-            CheckpointReport(2, 2, "FAILED", now_ms(), 90.0, 0, 0, {}, None, "timed out"),
-        ],
-        restored_from=None,
-        failures=[FailureReport(now_ms(), "builtins.ValueError", "bad", "Traceback ...")],
-        restarts=1,
-        configuration=configuration,
-        watermarks={"count": 1000},
-    )
-
-
-def add_job(
-    dispatcher: Dispatcher, job_id: str, status: str, savepoint_dir: str | None
-) -> JobFiles:
-    submission = JobSubmission(job_id, "job.py", [], {}, now_ms() - 6000)
-    files = dispatcher.store.create(submission, b"pass\n")
-    attempt = files.new_attempt(job_id, None)
-    write_record(attempt.report_path, report(job_id, status, savepoint_dir))
-    if status in ("FINISHED", "CANCELED", "FAILED"):
-        files.end(JobOutcome(status, now_ms(), "over"))
-    return files
 
 
 @pytest.fixture
