@@ -53,7 +53,7 @@ from lockgate.core.source import (
 
 STATE_FORMAT = "lockgate-kafka-source"
 STATE_VERSION = 1
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 def java_string_hash(text: str) -> int:

@@ -18,7 +18,7 @@ from lockgate.core.two_phase_commit import Committer, TaskCommitter
 from lockgate.runtime.errors import InjectedStorageFailure, JobExecutionError
 from lockgate.runtime.jobmaster.job_context import JobContext
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 #: runs a task committer's groups of committables in Spark tasks, one task per group

@@ -42,7 +42,7 @@ from lockgate.runtime.sparktask.epoch_task import source_input
 from lockgate.runtime.sparktask.host_client import ReleaseRun
 from lockgate.runtime.sparktask.routing import ToConsumer, target_partition, to_driver
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 # What the Spark job of an epoch raises when a task failed past Spark's own retries or the
 # job was cancelled; a driver-side error of lockgate is none of these.

@@ -28,7 +28,7 @@ from lockgate.runtime.jobmaster.restart import now_ms
 from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 from lockgate.runtime.messages.task_deployment import run_id
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 # Failures the restart strategy handles: failed epochs, storage errors, damaged checkpoints
 # and control records, injected failures. Any other exception on the driver is a bug of

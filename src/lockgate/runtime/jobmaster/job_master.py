@@ -61,7 +61,7 @@ from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import run_id
 from lockgate.state import manifests
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class JobMaster:

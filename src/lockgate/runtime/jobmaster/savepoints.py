@@ -21,7 +21,7 @@ from lockgate.core.fs.storage import Storage
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class SavepointError(RuntimeError):

@@ -45,7 +45,7 @@ from lockgate.runtime.messages.storage_probe import (
 from lockgate.runtime.sparktask.storage_probe import StorageProbe
 from lockgate.state.manifests import ROCKSDB
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 JOB_GROUP = "lockgate-storage-check"
 # A new application's executors register one by one: the check waits until none has joined

@@ -32,7 +32,7 @@ from lockgate.runtime.messages.socket_directory import (
 )
 from lockgate.runtime.subtaskhost.host_process import run_host, watch_daemon
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 # What every host imports when it unpickles its job (cloudpickle's helpers, the API classes a
 # job is made of, which pull in PySpark's SQL modules, RocksDB), imported once here before
