@@ -78,6 +78,8 @@ class CheckpointFinalizer:
         self.commit(checkpoint)
         self.ctx.state.notify_sources(checkpoint.metadata)
         self.ctx.state.committed_epoch = epoch
+        where = checkpoint.path or "the driver's memory"
+        log.debug("checkpoint %d of epoch %d completed in %s", checkpoint.id, epoch, where)
         return checkpoint.id
 
     def commit(self, checkpoint: CompletedCheckpoint, again: bool = False) -> None:

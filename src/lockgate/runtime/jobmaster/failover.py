@@ -67,7 +67,7 @@ class Failover:
             raise JobExecutionError(f"cannot restore the job: {exc}") from exc
         for reason in skipped:
             log.warning("skipping checkpoint: %s", reason)
-        log.warning("job %s resumes from %s", self.ctx.settings.job_id, checkpoint.path)
+        log.info("job %s resumes from %s", self.ctx.settings.job_id, checkpoint.path)
         self.resumed_from = checkpoint
         self.recover(lambda: self.restore(checkpoint, foreign=True))
 

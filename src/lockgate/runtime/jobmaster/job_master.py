@@ -231,6 +231,14 @@ class JobMaster:
         checkpoint_id, stopped = self._complete(plan, acks, started, savepoint)
         stats = self.acceptance.statistics(plan, acks, started, checkpoint_id, ahead)
         self.ctx.summary.epochs.append(stats)
+        log.debug(
+            "job %s: epoch %d read %d records in %.0f ms%s",
+            self.ctx.settings.job_id,
+            stats.epoch,
+            stats.records,
+            stats.duration_ms,
+            f", checkpoint {checkpoint_id}" if checkpoint_id is not None else "",
+        )
         if self.progress is not None:
             self.progress.report(stats)
         self._finished = plan.end_of_input or stopped
@@ -377,7 +385,7 @@ class JobMaster:
             raise job_failure(failure, ahead.plan.epoch) from failure
         mismatch = ahead.mismatch(self.ctx.state)
         if mismatch is not None:
-            log.warning("epoch %d is planned again: %s", ahead.plan.epoch, mismatch)
+            log.debug("epoch %d is planned again: %s", ahead.plan.epoch, mismatch)
             self._drop(ahead)
             return None, None
         self.ctx.state.enumerators.update(ahead.twins)

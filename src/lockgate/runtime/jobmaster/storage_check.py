@@ -127,7 +127,11 @@ def check_storage(
             "to the job's storage is not checked",
             ", ".join(result.unchecked),
         )
-    log.info("storage check: %s reach the job's storage (%.2f s)", result.checked, result.seconds)
+    log.debug(
+        "storage check passed in %.2f s: the job's storage is reached from %s",
+        result.seconds,
+        ", ".join(result.checked),
+    )
     return result
 
 
