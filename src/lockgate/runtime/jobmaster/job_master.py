@@ -76,7 +76,9 @@ class JobMaster:
         self._finished = False  # the sources are read to their end, or a stop's savepoint taken
         self._subtasks_closed = False  # they close themselves at the end of the input
         self.placement = SubtaskPlacement()
-        self.spark_job = EpochJob(self.sc, job, self.placement, ctx.keys)
+        self.spark_job = EpochJob(
+            self.sc, job, self.placement, ctx.keys, settings.job_id, settings.job_name
+        )
         # by the graph's shape, and the sources' enumerators: a file's cannot plan ahead
         self.pipelined = pipelines(job) and all(
             e.ahead() is not None for e in ctx.state.enumerators.values()
@@ -279,12 +281,11 @@ class JobMaster:
         """Run the epoch's Spark job (starting the next epoch's sources once its own are
         done, when epochs pipeline); None if it timed out."""
         timeout = self._timeout_s
-        description = f"lockgate {self.ctx.settings.job_name} epoch {plan.epoch}"
         enumerators = self.ctx.state.enumerators
         try:
             if sources is None and self.pipelined:
-                sources = spark_job.submit_sources(plan, enumerators, description)
-            running = spark_job.start(plan, enumerators, description, timeout, sources)
+                sources = spark_job.submit_sources(plan, enumerators, self._sources(plan.epoch))
+            running = spark_job.start(plan, enumerators, self._description(plan), timeout, sources)
             ends = plan.end_of_input or stop
             if sources is not None and not ends and not self.ctx.cancelled.is_set():
                 self._ahead = self._run_ahead(plan, running, sources, graph)
@@ -300,6 +301,23 @@ class JobMaster:
         except BaseException:
             self._drop_ahead()
             raise
+
+    def _description(self, plan: EpochPlan) -> str:
+        """What Spark's UI shows of the epoch's Spark job: ``lockgate <job name> epoch 12
+        (checkpoint 12, savepoint)``. Its checkpoint, completed or failed, takes the
+        coordinator's next id: epochs end one after another."""
+        ends_with = []
+        if plan.checkpoint:
+            ends_with.append(f"checkpoint {self.ctx.coordinator.next_id}")
+        if plan.savepoint_url is not None:
+            ends_with.append("savepoint")
+        described = f"lockgate {self.ctx.settings.job_name} epoch {plan.epoch}"
+        return f"{described} ({', '.join(ends_with)})" if ends_with else described
+
+    def _sources(self, epoch: int) -> str:
+        """What Spark's UI shows of an epoch's source stages submitted as jobs of their own
+        (pipelined epochs), before its checkpoint is decided."""
+        return f"lockgate {self.ctx.settings.job_name} epoch {epoch} sources"
 
     def _complete(
         self,
@@ -368,8 +386,7 @@ class JobMaster:
         ahead = self.planner.plan_ahead(plan, ready, acks, self.epoch_cap.value, graph)
         if ahead is None:
             return None
-        description = f"lockgate {self.ctx.summary.job_name} epoch {ahead.epoch}"
-        stages = self.spark_job.submit_sources(ahead, ready, description)
+        stages = self.spark_job.submit_sources(ahead, ready, self._sources(ahead.epoch))
         assumed = {key: ack.attempt for key, ack in acks.items()}
         return RunAhead(ahead, ready, assumed, stages)
 
