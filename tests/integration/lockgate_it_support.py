@@ -7,6 +7,7 @@ from the test directory (which pytest puts on ``sys.path`` before the Spark sess
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -45,6 +46,24 @@ BACKENDS = matrix("backend", ["hashmap", "rocksdb"])
 BACKENDS_AND_INCREMENTAL = matrix("backend", ["rocksdb-incremental", "hashmap", "rocksdb"])
 # Both backends, in `make test` too: where each backend has its own code path under test.
 EACH_BACKEND = pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+
+
+# Spark's and the JVM's lines on a driver's stderr (log4j's format, and what comes before the
+# log level is set)
+_SPARK_LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR) ")
+_SPARK_STARTUP_LINES = (
+    "WARNING: Using incubator modules:",
+    "Using Spark's default log4j profile:",
+    'Setting default log level to "WARN".',
+    "To adjust logging level use sc.setLogLevel(newLevel).",
+    'Setting Spark log level to "WARN".',
+    "Picked up JAVA_TOOL_OPTIONS:",  # the JVM, when the variable is set (tests/conftest.py)
+)
+
+
+def spark_console_line(line: str) -> bool:
+    """Whether a line of a driver's output is Spark's or its JVM's own."""
+    return bool(_SPARK_LOG_LINE.match(line)) or line.startswith(_SPARK_STARTUP_LINES)
 
 
 # How many job ids before its creation a SparkJobCounter looks at for epochs already started,

@@ -25,7 +25,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from lockgate_it_support import FULL
+from lockgate_it_support import FULL, spark_console_line
 from pyflink_examples_support import (
     EXPECTED,
     lines,
@@ -37,26 +37,11 @@ from pyflink_examples_support import (
     scripts,
 )
 
-# Spark's and the JVM's lines on lockgate's stderr (log4j's format, and what comes before
-# the log level is set).
-_LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR) ")
-_STARTUP_LINES = (
-    "WARNING: Using incubator modules:",
-    "Using Spark's default log4j profile:",
-    'Setting default log level to "WARN".',
-    "To adjust logging level use sc.setLogLevel(newLevel).",
-    'Setting Spark log level to "WARN".',  # on stdout, by Spark's JVM
-    "Picked up JAVA_TOOL_OPTIONS:",  # the JVM, when the variable is set (tests/conftest.py)
-)
 _IMPORT = re.compile(r"^(\s*)(from|import) pyflink\b", re.MULTILINE)
 
 
 def _lockgate_lines(stdout: str, stderr: str) -> Counter[str]:
-    kept = [
-        line
-        for line in (stdout + stderr).splitlines()
-        if not _LOG_LINE.match(line) and not line.startswith(_STARTUP_LINES)
-    ]
+    kept = [line for line in (stdout + stderr).splitlines() if not spark_console_line(line)]
     return lines("\n".join(kept))
 
 

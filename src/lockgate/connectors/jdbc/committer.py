@@ -22,7 +22,7 @@ from lockgate.connectors.jdbc.prepared_transaction import (
 from lockgate.connectors.jdbc.sink import JdbcSinkError, JdbcSinkSettings, psycopg
 from lockgate.core.two_phase_commit import CommitFailedError, Committer
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class JdbcCommitter(Committer):

@@ -39,7 +39,7 @@ from lockgate.connectors.kafka.staged_records import (
 )
 from lockgate.core.two_phase_commit import CommitFailedError, TaskCommitter
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class KafkaCommitter(TaskCommitter):

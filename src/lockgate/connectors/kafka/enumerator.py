@@ -53,7 +53,7 @@ from lockgate.core.source import (
 
 STATE_FORMAT = "lockgate-kafka-source"
 STATE_VERSION = 1
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 def java_string_hash(text: str) -> int:
@@ -210,7 +210,7 @@ class KafkaSplitEnumerator(SplitEnumerator):
                 position = starts[partition] if stop is None else min(starts[partition], stop)
                 self.splits[partition] = KafkaPartitionSplit(*partition, position, stop)
             if self.discovered:
-                log.warning("%s: new partitions %s", self.where, [split_id(p) for p in new])
+                log.info("%s: new partitions %s", self.where, [split_id(p) for p in new])
         self.discovered = True
         interval = self.source.discovery_interval_ms
         self.next_discovery = (

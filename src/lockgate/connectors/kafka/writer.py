@@ -10,7 +10,7 @@ from lockgate.connectors.kafka.client import DEFAULT_TIMEOUT_S, confluent_kafka
 from lockgate.connectors.kafka.sink import AT_LEAST_ONCE, KafkaSinkError, ProducerSettings
 from lockgate.runtime.subtaskhost.operators import Operator, OperatorContext
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 _POLL_EVERY = 1000  # records between serving the producer's delivery reports
 
 

@@ -20,7 +20,7 @@ from lockgate.runtime.errors import JobExecutionError
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
 from lockgate.state import manifests
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class AckCollector:

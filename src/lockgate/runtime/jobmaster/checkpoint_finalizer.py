@@ -18,7 +18,7 @@ from lockgate.core.two_phase_commit import Committer, TaskCommitter
 from lockgate.runtime.errors import InjectedStorageFailure, JobExecutionError
 from lockgate.runtime.jobmaster.job_context import JobContext
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 #: runs a task committer's groups of committables in Spark tasks, one task per group
@@ -78,6 +78,8 @@ class CheckpointFinalizer:
         self.commit(checkpoint)
         self.ctx.state.notify_sources(checkpoint.metadata)
         self.ctx.state.committed_epoch = epoch
+        where = checkpoint.path or "the driver's memory"
+        log.debug("checkpoint %d of epoch %d completed in %s", checkpoint.id, epoch, where)
         return checkpoint.id
 
     def commit(self, checkpoint: CompletedCheckpoint, again: bool = False) -> None:

@@ -23,7 +23,7 @@ from lockgate.runtime.jobmaster.job_summary import EpochStats
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class EpochAcceptance:

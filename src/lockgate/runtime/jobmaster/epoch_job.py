@@ -31,6 +31,7 @@ from lockgate.runtime.jobmaster.executors import list_executors, located_rdd
 from lockgate.runtime.jobmaster.placement import SubtaskPlacement
 from lockgate.runtime.jobmaster.run_keys import RunKeys
 from lockgate.runtime.jobmaster.spark_errors import failure_text
+from lockgate.runtime.jobmaster.spark_job_labels import job_tag, labelled
 from lockgate.runtime.messages.spark_items import (
     PLACEMENT,
     AttemptReport,
@@ -42,7 +43,7 @@ from lockgate.runtime.sparktask.epoch_task import source_input
 from lockgate.runtime.sparktask.host_client import ReleaseRun
 from lockgate.runtime.sparktask.routing import ToConsumer, target_partition, to_driver
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 # What the Spark job of an epoch raises when a task failed past Spark's own retries or the
 # job was cancelled; a driver-side error of lockgate is none of these.
@@ -160,9 +161,19 @@ class RunningEpoch:
 
 
 class EpochJob:
-    def __init__(self, sc: SparkContext, job: JobGraph, placement: SubtaskPlacement, keys: RunKeys):
+    def __init__(
+        self,
+        sc: SparkContext,
+        job: JobGraph,
+        placement: SubtaskPlacement,
+        keys: RunKeys,
+        job_id: str,
+        job_name: str,
+    ):
         self.sc = sc
         self.job = job
+        self.tag = job_tag(job_id)  # on every Spark job of the lockgate job
+        self.job_name = job_name
         self.placement = placement
         self.keys = keys
         self.started_runs: set[str] = set()  # runs whose subtasks may live on executors
@@ -178,18 +189,18 @@ class EpochJob:
         """Start the source tasks of ``plan`` (a job that ``pipelines``) as map stages."""
         self.started_runs.add(plan.run)
         group = f"lockgate-{uuid.uuid4().hex}"
-        self.sc.setJobGroup(group, description, interruptOnCancel=True)
         stages = SourceStages(group, description, {}, {}, [])
         jsc = self.sc._jsc.sc()
-        for vertex in self.job.sources:
-            rdd = self._source_rdd(vertex, plan, enumerators[vertex.id])
-            stages.rdds[vertex.id] = rdd
-            (consumer,) = {edge.target for edge in vertex.outputs}
-            shuffled = self._shuffle(consumer, vertex.id, rdd)
-            stages.shuffles[(consumer.id, vertex.id)] = shuffled
-            # the values of a ShuffledRDD, whose dependency is the shuffle (see partitionBy)
-            dependency = shuffled._jrdd.rdd().dependencies().head().rdd().dependencies().head()
-            stages.futures.append(jsc.submitMapStage(dependency))
+        with labelled(self.sc, self.tag, group, description, interrupt_on_cancel=True):
+            for vertex in self.job.sources:
+                rdd = self._source_rdd(vertex, plan, enumerators[vertex.id])
+                stages.rdds[vertex.id] = rdd
+                (consumer,) = {edge.target for edge in vertex.outputs}
+                shuffled = self._shuffle(consumer, vertex.id, rdd)
+                stages.shuffles[(consumer.id, vertex.id)] = shuffled
+                # the values of a ShuffledRDD, whose dependency is the shuffle (partitionBy)
+                dependency = shuffled._jrdd.rdd().dependencies().head().rdd().dependencies().head()
+                stages.futures.append(jsc.submitMapStage(dependency))
         return stages
 
     def sources_failure(self, stages: SourceStages, wait: bool) -> Exception | None:
@@ -275,8 +286,8 @@ class EpochJob:
         group = sources.group if sources else f"lockgate-{uuid.uuid4().hex}"
 
         def collect() -> list[Any]:
-            sc.setJobGroup(group, description, interruptOnCancel=True)
-            return final.collect()
+            with labelled(sc, self.tag, group, description, interrupt_on_cancel=True):
+                return final.collect()
 
         collecting = self.collector.submit(collect)
         return RunningEpoch(sc, group, description, collecting, timeout_s, persisted)
@@ -287,9 +298,11 @@ class EpochJob:
         again."""
         if not groups:
             return
-        self.sc.setJobGroup(f"lockgate-commit-{uuid.uuid4().hex}", "lockgate commit")
+        group = f"lockgate-commit-{uuid.uuid4().hex}"
+        description = f"lockgate {self.job_name} commit"
         try:
-            self.sc.parallelize(groups, len(groups)).foreach(committer.commit_group)
+            with labelled(self.sc, self.tag, group, description):
+                self.sc.parallelize(groups, len(groups)).foreach(committer.commit_group)
         except SPARK_JOB_FAILURES as exc:
             raise CommitFailedError(failure_text(exc, "a commit")) from exc
 
@@ -302,10 +315,11 @@ class EpochJob:
         self.started_runs.discard(run)
         # One task per executor, asking to run there (local mode: the driver's executor)
         places = [(e.id, e.location) for e in list_executors(self.sc)] or [("driver", None)]
-        self.sc.setJobGroup(RELEASE_GROUP, f"lockgate release {run}")
+        description = f"lockgate {self.job_name} release of run {run}"
         try:
             release = ReleaseRun(self.keys.access(run))
-            problems = located_rdd(self.sc, places).mapPartitions(release).collect()
+            with labelled(self.sc, self.tag, RELEASE_GROUP, description):
+                problems = located_rdd(self.sc, places).mapPartitions(release).collect()
         except SPARK_JOB_FAILURES as exc:
             log.warning("could not release the subtasks of run %s: %s", run, exc)
             return

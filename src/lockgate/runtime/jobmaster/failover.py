@@ -29,7 +29,7 @@ from lockgate.runtime.jobmaster.restart import now_ms
 from lockgate.runtime.jobmaster.staged_files import StagedFilesRegistry
 from lockgate.runtime.messages.task_deployment import run_id
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 # Failures the restart strategy handles: failed epochs, storage errors, damaged checkpoints
 # and control records, injected failures. Any other exception on the driver is a bug of
@@ -68,7 +68,7 @@ class Failover:
             raise JobExecutionError(f"cannot restore the job: {exc}") from exc
         for reason in skipped:
             log.warning("skipping checkpoint: %s", reason)
-        log.warning("job %s resumes from %s", self.ctx.settings.job_id, checkpoint.path)
+        log.info("job %s resumes from %s", self.ctx.settings.job_id, checkpoint.path)
         self.resumed_from = checkpoint
         self.recover(lambda: self.restore(checkpoint, foreign=True))
 

@@ -61,7 +61,7 @@ from lockgate.runtime.messages.acknowledgement import SubtaskAck
 from lockgate.runtime.messages.task_deployment import run_id
 from lockgate.state import manifests
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class JobMaster:
@@ -76,7 +76,9 @@ class JobMaster:
         self._finished = False  # the sources are read to their end, or a stop's savepoint taken
         self._subtasks_closed = False  # they close themselves at the end of the input
         self.placement = SubtaskPlacement()
-        self.spark_job = EpochJob(self.sc, job, self.placement, ctx.keys)
+        self.spark_job = EpochJob(
+            self.sc, job, self.placement, ctx.keys, settings.job_id, settings.job_name
+        )
         # by the graph's shape, and the sources' enumerators: a file's cannot plan ahead
         self.pipelined = pipelines(job) and all(
             e.ahead() is not None for e in ctx.state.enumerators.values()
@@ -231,6 +233,14 @@ class JobMaster:
         checkpoint_id, stopped = self._complete(plan, acks, started, savepoint)
         stats = self.acceptance.statistics(plan, acks, started, checkpoint_id, ahead)
         self.ctx.summary.epochs.append(stats)
+        log.debug(
+            "job %s: epoch %d read %d records in %.0f ms%s",
+            self.ctx.settings.job_id,
+            stats.epoch,
+            stats.records,
+            stats.duration_ms,
+            f", checkpoint {checkpoint_id}" if checkpoint_id is not None else "",
+        )
         if self.progress is not None:
             self.progress.report(stats)
         self._finished = plan.end_of_input or stopped
@@ -271,12 +281,11 @@ class JobMaster:
         """Run the epoch's Spark job (starting the next epoch's sources once its own are
         done, when epochs pipeline); None if it timed out."""
         timeout = self._timeout_s
-        description = f"lockgate {self.ctx.settings.job_name} epoch {plan.epoch}"
         enumerators = self.ctx.state.enumerators
         try:
             if sources is None and self.pipelined:
-                sources = spark_job.submit_sources(plan, enumerators, description)
-            running = spark_job.start(plan, enumerators, description, timeout, sources)
+                sources = spark_job.submit_sources(plan, enumerators, self._sources(plan.epoch))
+            running = spark_job.start(plan, enumerators, self._description(plan), timeout, sources)
             ends = plan.end_of_input or stop
             if sources is not None and not ends and not self.ctx.cancelled.is_set():
                 self._ahead = self._run_ahead(plan, running, sources, graph)
@@ -292,6 +301,23 @@ class JobMaster:
         except BaseException:
             self._drop_ahead()
             raise
+
+    def _description(self, plan: EpochPlan) -> str:
+        """What Spark's UI shows of the epoch's Spark job: ``lockgate <job name> epoch 12
+        (checkpoint 12, savepoint)``. Its checkpoint, completed or failed, takes the
+        coordinator's next id: epochs end one after another."""
+        ends_with = []
+        if plan.checkpoint:
+            ends_with.append(f"checkpoint {self.ctx.coordinator.next_id}")
+        if plan.savepoint_url is not None:
+            ends_with.append("savepoint")
+        described = f"lockgate {self.ctx.settings.job_name} epoch {plan.epoch}"
+        return f"{described} ({', '.join(ends_with)})" if ends_with else described
+
+    def _sources(self, epoch: int) -> str:
+        """What Spark's UI shows of an epoch's source stages submitted as jobs of their own
+        (pipelined epochs), before its checkpoint is decided."""
+        return f"lockgate {self.ctx.settings.job_name} epoch {epoch} sources"
 
     def _complete(
         self,
@@ -360,8 +386,7 @@ class JobMaster:
         ahead = self.planner.plan_ahead(plan, ready, acks, self.epoch_cap.value, graph)
         if ahead is None:
             return None
-        description = f"lockgate {self.ctx.summary.job_name} epoch {ahead.epoch}"
-        stages = self.spark_job.submit_sources(ahead, ready, description)
+        stages = self.spark_job.submit_sources(ahead, ready, self._sources(ahead.epoch))
         assumed = {key: ack.attempt for key, ack in acks.items()}
         return RunAhead(ahead, ready, assumed, stages)
 
@@ -377,7 +402,7 @@ class JobMaster:
             raise job_failure(failure, ahead.plan.epoch) from failure
         mismatch = ahead.mismatch(self.ctx.state)
         if mismatch is not None:
-            log.warning("epoch %d is planned again: %s", ahead.plan.epoch, mismatch)
+            log.debug("epoch %d is planned again: %s", ahead.plan.epoch, mismatch)
             self._drop(ahead)
             return None, None
         self.ctx.state.enumerators.update(ahead.twins)

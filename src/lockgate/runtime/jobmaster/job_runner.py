@@ -14,7 +14,7 @@ from lockgate.runtime.errors import JobCancellationError, JobExecutionError
 from lockgate.runtime.jobmaster.job_master import JobMaster
 from lockgate.runtime.jobmaster.job_summary import JobFailure
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 # How long a job that still runs when the interpreter exits gets to stop after its epoch:
 # its thread dies with the interpreter, which would leave the epoch's staged files to the

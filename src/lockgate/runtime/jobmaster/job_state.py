@@ -35,7 +35,7 @@ from lockgate.state.operator_state_handle import OperatorStateHandle, OperatorSt
 # operator uid -> the parts of operator state its function restores from
 ManagedParts = dict[str, list[OperatorStatePart]]
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 def whole_parts(handles: Mapping[str, OperatorStateHandle]) -> ManagedParts:

@@ -21,7 +21,7 @@ from lockgate.core.fs.storage import Storage
 from lockgate.runtime.jobmaster.job_state import JobState
 from lockgate.runtime.messages.acknowledgement import SubtaskAck
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class SavepointError(RuntimeError):
@@ -96,7 +96,7 @@ def complete(
     except OSError as exc:  # the epoch stands: only the savepoint fails
         fail(request, SavepointError(f"its _metadata could not be written: {exc}"))
         return False
-    log.warning("job %s: savepoint of epoch %d completed at %s", job_id, epoch, url)
+    log.info("job %s: savepoint of epoch %d completed at %s", job_id, epoch, url)
     request.future.set_result(url)
     return True
 

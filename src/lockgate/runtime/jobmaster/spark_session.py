@@ -35,7 +35,7 @@ from lockgate.common.config_options import ConfigurationError
 from lockgate.core.fs.private_directory import private_directory, user_directory
 from lockgate.runtime.sparktask import python_daemon
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 _DEFAULTS = {
     "spark.master": "local[*]",

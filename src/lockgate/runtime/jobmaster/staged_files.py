@@ -34,7 +34,7 @@ from lockgate.graph.job_graph import JobGraph
 from lockgate.runtime.messages.staged_files import StagedFiles
 
 ZOMBIE_EPOCHS = 2
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 class StagedFilesRegistry:

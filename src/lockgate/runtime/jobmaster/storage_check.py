@@ -30,6 +30,7 @@ from lockgate.common.version import __version__
 from lockgate.core.fs.storage import Storage, read_url
 from lockgate.runtime.jobmaster.executors import Executor, located_rdd, wait_for_executors
 from lockgate.runtime.jobmaster.job_settings import JobSettings
+from lockgate.runtime.jobmaster.spark_job_labels import job_tag, labelled
 from lockgate.runtime.jobmaster.spark_session import session_conf
 from lockgate.runtime.messages.storage_probe import (
     DRIVER_FILE,
@@ -45,7 +46,7 @@ from lockgate.runtime.messages.storage_probe import (
 from lockgate.runtime.sparktask.storage_probe import StorageProbe
 from lockgate.state.manifests import ROCKSDB
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 JOB_GROUP = "lockgate-storage-check"
 # A new application's executors register one by one: the check waits until none has joined
@@ -103,7 +104,8 @@ def check_storage(
         for target in shared:
             _driver_writes(target, token)
         executors = wait_for_executors(sc, EXECUTORS_SETTLE_S, _registration_timeout(sc))
-        reports = _run_probes(sc, ProbeOrder(token, tuple(targets), ""), executors, master)
+        order = ProbeOrder(token, tuple(targets), "")
+        reports = _run_probes(sc, order, executors, master, job_tag(settings.job_id))
         failures = [(report, f) for report in reports for f in report.failures]
         failures += [(report, f) for report in reports for f in _driver_reads(report)]
     finally:
@@ -127,7 +129,11 @@ def check_storage(
             "to the job's storage is not checked",
             ", ".join(result.unchecked),
         )
-    log.info("storage check: %s reach the job's storage (%.2f s)", result.checked, result.seconds)
+    log.debug(
+        "storage check passed in %.2f s: the job's storage is reached from %s",
+        result.seconds,
+        ", ".join(result.checked),
+    )
     return result
 
 
@@ -162,16 +168,17 @@ def _driver_writes(target: ProbeTarget, token: str) -> None:
 
 
 def _run_probes(
-    sc: SparkContext, order: ProbeOrder, executors: list[Executor], master: str
+    sc: SparkContext, order: ProbeOrder, executors: list[Executor], master: str, tag: str
 ) -> list[ProbeReport]:
     """One probe task per executor; in local mode (no executors listed) or before any
     executor registered, one task wherever Spark runs it."""
     placed = [
         (ProbeOrder(order.token, order.targets, e.id).to_json(), e.location) for e in executors
     ] or [(order.to_json(), None)]
-    sc.setJobGroup(JOB_GROUP, "lockgate: can every executor reach the job's storage?")
+    description = "lockgate: can every executor reach the job's storage?"
     try:
-        raw = located_rdd(sc, placed).mapPartitions(StorageProbe()).collect()
+        with labelled(sc, tag, JOB_GROUP, description):
+            raw = located_rdd(sc, placed).mapPartitions(StorageProbe()).collect()
     except (Py4JError, PySparkException) as exc:
         raise ConfigurationError(
             f"the storage check could not run a Python task on the executors (master "
@@ -179,9 +186,6 @@ def _run_probes(
             f"dependencies installed: see PYSPARK_PYTHON or spark.pyspark.python, and "
             f"spark.executorEnv.PYTHONPATH"
         ) from exc
-    finally:
-        assert sc._jsc is not None
-        sc._jsc.clearJobGroup()
     # one report per task, in the order of the tasks' placements
     _check_versions(
         raw, [f"the task placed on {e.describe()}" for e in executors] or ["the executor"]

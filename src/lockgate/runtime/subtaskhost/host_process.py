@@ -33,7 +33,7 @@ from lockgate.runtime.messages.spark_items import HostOutput
 from lockgate.runtime.subtaskhost.cancellation import CancelWatch, TaskGone
 from lockgate.runtime.subtaskhost.subtask_host import SubtaskHost
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 
 def _send_outputs(conn: socket.socket, outputs: list[HostOutput]) -> None:

@@ -32,7 +32,7 @@ from lockgate.runtime.subtaskhost.subtask import Subtask
 from lockgate.runtime.subtaskhost.watermarks import ChannelEnd
 from lockgate.state.canonical_snapshot import CanonicalKeyError
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 _SOURCE_CHUNK = 4096
 _YOUNG_COLLECTION_ALLOCATIONS = 10_000

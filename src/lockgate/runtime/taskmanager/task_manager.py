@@ -32,7 +32,7 @@ from lockgate.runtime.messages.socket_directory import (
 )
 from lockgate.runtime.subtaskhost.host_process import run_host, watch_daemon
 
-log = logging.getLogger("lockgate")
+log = logging.getLogger(__name__)
 
 # What every host imports when it unpickles its job (cloudpickle's helpers, the API classes a
 # job is made of, which pull in PySpark's SQL modules, RocksDB), imported once here before
@@ -232,7 +232,10 @@ def main(argv: list[str]) -> None:
     # the task manager (the child) be adopted by init, so that no zombie stays behind.
     if os.fork() > 0:
         os._exit(0)
-    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    # A daemon of the executor (and so are the hosts it forks), not a library in someone's
+    # application: its warnings, lockgate's and the user functions', go to its stderr, the
+    # executor's, which Spark keeps in the executor's log (in local mode, the driver's stderr).
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         listener = ExclusiveListener.claim(task_manager_path(daemon_pid))
     except OSError as exc:
