@@ -11,11 +11,12 @@ import threading
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from lockgate.runtime.jobmaster.job_report import JobReport, job_report
 from lockgate.runtime.jobmaster.job_runner import JobRunner
-from lockgate.runtime.jobmaster.progress import human_bytes
+from lockgate.runtime.jobmaster.progress import epoch_line, human_bytes
 
 REFRESH_S = 0.5
 EPOCH_ROWS = 8
@@ -23,14 +24,14 @@ EPOCH_ROWS = 8
 
 def render(report: JobReport) -> Group:
     header = (
-        f"[bold]{report.job_name}[/] {report.job_id}  [bold]{report.status}[/]  "
+        f"[bold]{escape(report.job_name)}[/] {report.job_id}  [bold]{report.status}[/]  "
         f"restarts {report.restarts}" + (f"  Spark UI {report.spark_ui}" if report.spark_ui else "")
     )
     tasks = Table("task", "operators (uid)", "parallelism", title="tasks", title_justify="left")
     for vertex in report.vertices:
         tasks.add_row(
-            vertex.name,
-            ", ".join(f"{o.name} ({o.uid})" for o in vertex.operators),
+            escape(vertex.name),
+            escape(", ".join(f"{o.name} ({o.uid})" for o in vertex.operators)),
             str(vertex.parallelism),
         )
     epochs = Table(
@@ -75,7 +76,7 @@ def render(report: JobReport) -> Group:
         parts.append(checkpoints)
     if report.failures:
         last = report.failures[-1]
-        parts.append(f"[red]last failure:[/] {last.exception}: {last.message}")
+        parts.append(f"[red]last failure:[/] {escape(f'{last.exception}: {last.message}')}")
     return Group(*parts)  # type: ignore[arg-type]
 
 
@@ -87,7 +88,7 @@ class LiveView:
         self._runners: list[JobRunner] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lockgate-live-view", daemon=True)
-        self._printed_epoch = 0
+        self._printed: dict[str, tuple[int, int]] = {}  # job id -> last epoch, records
 
     def job_started(self, runner: JobRunner) -> None:
         self._runners.append(runner)
@@ -114,16 +115,10 @@ class LiveView:
                 return
 
     def _print_lines(self, report: JobReport) -> None:
+        printed, total = self._printed.get(report.job_id, (0, 0))
         for epoch in report.epochs:
-            if epoch.epoch <= self._printed_epoch:
+            if epoch.epoch <= printed:
                 continue
-            self._printed_epoch = epoch.epoch
-            seconds = epoch.duration_ms / 1000
-            rate = epoch.records / seconds if seconds else 0.0
-            self.console.print(
-                f"{report.job_name} epoch {epoch.epoch} | {epoch.records:,} records in "
-                f"{seconds:.2f} s ({rate:,.0f}/s) | state {human_bytes(epoch.state_bytes)}"
-                + (f" | checkpoint {epoch.checkpoint_id}" if epoch.checkpoint_id else "")
-                + f" | restarts {report.restarts}",
-                soft_wrap=True,
-            )
+            printed, total = epoch.epoch, total + epoch.records
+            self.console.print(epoch_line(report.job_name, epoch, total), soft_wrap=True)
+        self._printed[report.job_id] = (printed, total)
