@@ -73,3 +73,49 @@ def test_info_shows_tasks_operators_and_uids_without_running(spark, job):
     nodes = json.loads(plan.stdout)["nodes"]
     assert [n["uid"] for n in nodes][:3] == ["numbers", "times-ten", "sum-per-key"]
     assert "+I" not in done.stdout  # nothing ran: no records printed
+
+
+def test_state_lists_a_savepoints_operators_and_shows_one_operators_keyed_state(make_env, tmp_path):
+    from exactly_once_job import stop_with_savepoint_at_first_epoch
+
+    from lockgate.common import Types
+    from lockgate.datastream.functions import KeyedProcessFunction
+    from lockgate.datastream.state import ValueStateDescriptor
+
+    class Remember(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.last = runtime_context.get_state(ValueStateDescriptor("last", Types.INT()))
+
+        def process_element(self, value, ctx):
+            self.last.update(value)
+            yield value
+
+    env = make_env(parallelism=2)
+    (
+        env.from_collection([1, 2, 3, 4, 5, 6], type_info=Types.INT())
+        .uid("numbers")
+        .key_by(lambda x: x % 3, key_type=Types.INT())
+        .process(Remember(), output_type=Types.INT())
+        .uid("remember")
+        .print()
+    )
+    savepoint = stop_with_savepoint_at_first_epoch(env, tmp_path / "sp")
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["state", savepoint], catch_exceptions=False)
+    assert listed.exit_code == 0, listed.output
+    assert "remember" in listed.stdout and "numbers" in listed.stdout
+    shown = runner.invoke(cli, ["state", savepoint, "--uid", "remember"], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    assert "remember / last (value):" in shown.stdout
+    rows = [
+        line for line in shown.stdout.splitlines() if line.startswith("|") and "key" not in line
+    ]
+    assert sorted(tuple(int(c) for c in r.strip("|").split("|")) for r in rows) == [
+        (0, 6),
+        (1, 4),
+        (2, 5),
+    ]
+    unknown = runner.invoke(cli, ["state", savepoint, "--uid", "nope"])
+    assert unknown.exit_code == 1 and "nope" in unknown.output
+    missing = runner.invoke(cli, ["state", str(tmp_path / "nothing")])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
