@@ -190,6 +190,7 @@ def list_jobs(address: str | None, show_all: bool, running: bool) -> None:
     """List the Dispatcher's jobs."""
     with _errors():
         jobs = _client(address).request("GET", "/jobs/overview")["jobs"]
+    jobs.sort(key=lambda j: j["start-time"])  # oldest first, as Flink's list
     live = [j for j in jobs if j["state"] not in TERMINAL]
     ended = [j for j in jobs if j["state"] in TERMINAL]
 

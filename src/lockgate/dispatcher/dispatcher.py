@@ -150,9 +150,14 @@ class Dispatcher:
         return self._view(self._files(job_id))
 
     def cancel(self, job_id: str) -> None:
+        """Cancel the job after its running epoch; cancelling a cancelled job again is no
+        error (as in Flink), one that ended otherwise is."""
         files = self._files(job_id)
-        if files.outcome() is not None:
-            raise JobNotRunning(f"job {job_id} is not running: it is {self._view(files).status}")
+        outcome = files.outcome()
+        if outcome is not None and outcome.status == "CANCELED":
+            return
+        if outcome is not None:
+            raise JobNotRunning(f"job {job_id} is not running: it is {outcome.status}")
         cancelled = self._cancel.get(job_id)
         if cancelled is not None:  # wakes its watcher between driver attempts
             self._loop.call_soon_threadsafe(cancelled.set)

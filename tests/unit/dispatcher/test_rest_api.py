@@ -17,7 +17,11 @@ from lockgate.dispatcher.dispatcher import Dispatcher
 from lockgate.dispatcher.home import DispatcherHome
 from lockgate.dispatcher.job_store import (
     JobCommand,
+    JobOutcome,
+    JobStore,
+    JobSubmission,
     TriggerOutcome,
+    now_ms,
     write_record,
 )
 from lockgate.dispatcher.rest.app import create_app
@@ -318,8 +322,9 @@ def test_changes_need_the_token_and_reach_the_driver_as_commands(api):
         assert response.json() == {"request-id": "c" * 32}
     assert len(list(attempt.commands.iterdir())) == 3
 
-    cancel = client.patch(f"/v1/jobs/{RUNNING}?mode=cancel", headers=auth(token))
+    cancel = client.patch(f"/v1/jobs/{RUNNING}?mode=CANCEL", headers=auth(token))
     assert (cancel.status_code, cancel.json()) == (202, {})
+    assert client.patch(f"/v1/jobs/{RUNNING}?mode=stop", headers=auth(token)).status_code == 400
     kinds = [JobCommand.decode(p.read_bytes(), "t").kind for p in attempt.commands.iterdir()]
     assert sorted(kinds) == ["cancel", "savepoint", "savepoint", "stop"]
 
@@ -478,3 +483,15 @@ def test_prometheus_endpoint_exposes_every_jobs_figures(api):
     assert samples[("lockgate_epoch_records_per_second", RUNNING, None)] == 2000.0
     assert 0 <= samples[("lockgate_last_checkpoint_age_seconds", RUNNING, None)] < 60
     assert samples[("lockgate_operator_watermark_lag_seconds", RUNNING, "count")] > 1e9
+
+
+def test_cancelling_a_cancelled_job_again_is_accepted_as_in_flink(api):
+    client, token, running, _ = api
+    store = JobStore(running.directory.parent.parent)
+    cancelled = "c" * 32
+    submission = JobSubmission(cancelled, "job.py", [], {}, now_ms())
+    store.create(submission, b"pass\n").end(JobOutcome("CANCELED", now_ms(), "cancelled"))
+    again = client.patch(f"/v1/jobs/{cancelled}?mode=cancel", headers=auth(token))
+    assert (again.status_code, again.json()) == (202, {})
+    finished = client.patch(f"/v1/jobs/{ENDED}?mode=cancel", headers=auth(token))
+    assert finished.status_code == 409 and "FINISHED" in finished.json()["errors"][0]

@@ -196,7 +196,9 @@ def create_app(
         return flink_json.job(dispatcher().job(job_id(jobid)))
 
     @router.patch("/jobs/{jobid}", status_code=202, dependencies=writer)
-    def cancel(jobid: str, mode: Literal["cancel"] | None = Query(None)) -> dict[str, Any]:
+    def cancel(jobid: str, mode: str | None = Query(None)) -> dict[str, Any]:
+        if mode is not None and mode.lower() != "cancel":
+            raise DispatcherError(f"mode {mode!r}: only 'cancel' is supported")
         dispatcher().cancel(job_id(jobid))
         return {}
 
