@@ -90,10 +90,29 @@ def test_an_attached_run_waits_for_the_job_and_exits_with_its_end(served):
 
 
 def test_flinks_cli_stops_a_job_with_a_savepoint(served):
+    """And shows why a savepoint failed, from the cause the Dispatcher serialized for it."""
     served, running, tmp_path = served
     env = {**os.environ, "FLINK_HOME": str(flink_home())}
     env["FLINK_REST_CLIENT_HEADERS"] = f"Authorization:Bearer {served.token}"
     address = served.url.removeprefix("http://")
+    failing = tmp_path / "fail-here"
+    failing.mkdir()
+    failed = subprocess.run(
+        [
+            str(flink_home() / "bin" / "flink"),
+            "savepoint",
+            "-m",
+            address,
+            RUNNING,
+            f"file://{failing}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "java.lang.RuntimeException: a failure, as asked" in failed.stderr
     done = subprocess.run(
         [
             str(flink_home() / "bin" / "flink"),
@@ -111,7 +130,10 @@ def test_flinks_cli_stops_a_job_with_a_savepoint(served):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Savepoint completed. Path: file://{tmp_path}/savepoint-" in done.stdout
-    assert [(c.kind, c.drain) for c in commands(running)] == [("stop", False)]
+    assert [(c.kind, c.drain) for c in commands(running)] == [
+        ("savepoint", False),
+        ("stop", False),
+    ] or [(c.kind, c.drain) for c in commands(running)] == [("stop", False), ("savepoint", False)]
     listed = subprocess.run(
         [str(flink_home() / "bin" / "flink"), "list", "-a", "-m", address],
         env=env,

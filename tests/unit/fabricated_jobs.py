@@ -161,7 +161,8 @@ def served_dispatcher(home_path: Path, max_body_bytes: int = 1 << 20) -> Iterato
 
 class StandInDriver:
     """Holds a job's driver lock and answers its requests: a savepoint completes under its
-    target directory; a stop also ends the job FINISHED, a cancel CANCELED."""
+    target directory (fails when the directory's name has "fail" in it); a stop also ends
+    the job FINISHED, a cancel CANCELED."""
 
     def __init__(self, files: JobFiles):
         self.files = files
@@ -181,10 +182,15 @@ class StandInDriver:
                     self._end("CANCELED")
                     continue
                 location = f"{command.target_directory}/savepoint-{command.trigger_id[:6]}"
+                failed = "fail" in (command.target_directory or "")
                 write_record(
                     attempt.triggers / f"{command.trigger_id}.json",
-                    TriggerOutcome(command.trigger_id, "COMPLETED", location, None),
+                    TriggerOutcome(command.trigger_id, "FAILED", None, "a failure, as asked")
+                    if failed
+                    else TriggerOutcome(command.trigger_id, "COMPLETED", location, None),
                 )
+                if failed:
+                    continue
                 if command.kind == "stop":
                     self._end("FINISHED")
 

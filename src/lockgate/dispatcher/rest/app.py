@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lockgate.dispatcher import dispatcher as dispatching
 from lockgate.dispatcher.dispatcher import Dispatcher, DispatcherError
-from lockgate.dispatcher.rest import flink_json, prometheus
+from lockgate.dispatcher.rest import flink_json, java_throwable, prometheus
 
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
@@ -271,8 +271,12 @@ def create_app(
             "status": {"id": "COMPLETED"},
             "operation": {
                 "failure-cause": {
-                    "class": "lockgate.runtime.jobmaster.savepoints.SavepointError",
-                    "stack-trace": f"SavepointError: {view.failure}",
+                    "class": "java.lang.RuntimeException",
+                    "stack-trace": f"java.lang.RuntimeException: {view.failure}",
+                    # what Flink's CLI reads: the exception itself, as Java serializes it
+                    "serialized-throwable": java_throwable.serialized_throwable(
+                        view.failure or "the savepoint failed"
+                    ),
                 }
             },
         }
