@@ -115,7 +115,7 @@ def checkpoint(number: int, status: str, size: int, written: int) -> CheckpointR
         30.0 * number,
         size,
         written,
-        {"count": size - 1024, "parse": 1024} if completed else {},
+        {"count": size - 1024, "parse": 1024, "alerts": 0} if completed else {},
         f"file:///ck/x/chk-{number}" if completed else None,
         None if completed else "checkpoint 2 expired before it completed",
     )

@@ -175,7 +175,7 @@
             { class: "job", "data-jid": job.jid },
             h("td", {}, h("a", { href: `#/jobs/${encodeURIComponent(job.jid)}` }, job.name)),
             h("td", {}, statusBadge(job.state)),
-            h("td", {}, time(job["start-time"])),
+            h("td", { class: "time" }, time(job["start-time"])),
             h("td", { class: "number" }, duration(job.duration)),
             h("td", { class: "number" }, job.tasks.total),
             h("td", {}, h("code", {}, job.jid)),
@@ -783,7 +783,7 @@
               h("td", { class: "number" }, x.id),
               h("td", { class: "number" }, x.epoch),
               h("td", {}, statusBadge(x.status)),
-              h("td", {}, time(x.trigger_time_ms)),
+              h("td", { class: "time" }, time(x.trigger_time_ms)),
               h("td", { class: "number" }, duration(x.duration_ms)),
               h("td", { class: "number" }, bytes(x.size_bytes)),
               h("td", { class: "number" }, bytes(x.written_bytes)),
@@ -820,11 +820,18 @@
     const latest = [...report.checkpoints].reverse().find((x) => x.status === "COMPLETED");
     if (!latest) return [muted("No completed checkpoint yet.")];
     const known = operators(report.vertices);
-    const sizes = Object.entries(latest.state_size_per_operator).sort((a, b) => b[1] - a[1]);
+    const sizes = Object.entries(latest.state_size_per_operator)
+      .filter(([, size]) => size > 0)
+      .sort((a, b) => b[1] - a[1]);
     if (!sizes.length) return [muted(`Checkpoint ${latest.id} holds no operator state.`)];
     const total = sizes.reduce((sum, [, size]) => sum + size, 0);
     return [
-      h("p", {}, `In checkpoint ${latest.id} (epoch ${latest.epoch}): ${bytes(total)} in all.`),
+      h(
+        "p",
+        {},
+        `In checkpoint ${latest.id} (epoch ${latest.epoch}): ${bytes(total)} in all. ` +
+          "Operators not listed hold no state.",
+      ),
       h(
         "table",
         { id: "state-table" },
