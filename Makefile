@@ -17,7 +17,7 @@ PYFLINK_WHEEL := $(PYFLINK_WHEEL_DIR)/.downloaded-$(PYFLINK_VERSION)
 PYFLINK_VENV := $(VENV)/pyflink
 PYFLINK := $(PYFLINK_VENV)/.installed-$(PYFLINK_VERSION)
 
-.PHONY: demo test unit integration integration-full pyflink-examples-expected cluster soak lint typecheck format docs docs-config java postgresql clean
+.PHONY: demo test unit integration integration-full pyflink-examples-expected cluster soak lint typecheck format docs docs-config java postgresql chromium clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,18 @@ postgresql:
 		echo "  sudo apt-get install postgresql"; exit 1; \
 	fi
 
+# The Web UI's test drives Debian's Chromium with Playwright (tests/unit/dispatcher/test_web_ui.py);
+# Playwright's own browser downloads are never used.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		echo "Chromium not found: installing chromium"; \
+		apt-get update -qq && apt-get install -y -qq chromium; \
+	else \
+		echo "lockgate's Web UI test needs Debian's Chromium (/usr/bin/chromium). Install it, e.g.:"; \
+		echo "  sudo apt-get install chromium"; exit 1; \
+	fi
+
 demo: $(PYFLINK_WHEEL) java
 	$(BIN)/python examples/account_balances.py
 
@@ -67,10 +79,10 @@ PARALLEL := -n 2 --dist loadfile
 
 # Lint, type check and the docs build first: a failing check fails the run like a failing test.
 # --durations: the slowest tests, for keeping the suite within its time (CONTRIBUTING.md)
-test: $(PYFLINK_WHEEL) $(PYFLINK) java postgresql lint typecheck docs
+test: $(PYFLINK_WHEEL) $(PYFLINK) java postgresql chromium lint typecheck docs
 	$(BIN)/python -m pytest -q $(PARALLEL) --durations=15 tests
 
-unit: $(PYFLINK_WHEEL) postgresql
+unit: $(PYFLINK_WHEEL) postgresql chromium
 	$(BIN)/python -m pytest -q tests/unit
 
 integration: $(PYFLINK) java postgresql

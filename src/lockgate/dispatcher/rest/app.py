@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from lockgate.dispatcher import dispatcher as dispatching
 from lockgate.dispatcher.dispatcher import Dispatcher, DispatcherError
 from lockgate.dispatcher.rest import flink_json, java_throwable, prometheus
+from lockgate.dispatcher.webui import mount_web_ui
 
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
@@ -315,6 +316,7 @@ def create_app(
             return _error(404, f"Not found: {request.url.path}")
         return _error(exc.status_code, str(exc.detail))
 
+    mount_web_ui(app)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
 
