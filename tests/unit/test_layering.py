@@ -6,7 +6,8 @@ sources and sinks, the runtime drives them and connectors implement them; its fi
 (``core.fs``: fsspec, atomic writes), since the state backends and ``checkpoint`` write through
 them. ``checkpoint`` (metadata, coordinator, registries) sits above the state backends, since it
 records their manifests. The state processor reads and writes checkpoints and savepoints, and no
-job needs it.
+job needs it. ``metrics`` (PyFlink's metric interfaces, which the subtask hosts implement) sits
+with ``common``, at the bottom.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import lockgate
 
 LAYERS = [
-    ("lockgate.common",),
+    ("lockgate.common", "lockgate.metrics"),
     ("lockgate.core",),
     ("lockgate.state",),
     ("lockgate.checkpoint",),
