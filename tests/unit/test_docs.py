@@ -11,7 +11,12 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC_API = ("lockgate.common", "lockgate.datastream", "lockgate.state_processor")
+PUBLIC_API = (
+    "lockgate.common",
+    "lockgate.datastream",
+    "lockgate.metrics",
+    "lockgate.state_processor",
+)
 
 
 def generator() -> ModuleType:

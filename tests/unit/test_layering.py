@@ -6,8 +6,10 @@ sources and sinks, the runtime drives them and connectors implement them; its fi
 (``core.fs``: fsspec, atomic writes), since the state backends and ``checkpoint`` write through
 them. ``checkpoint`` (metadata, coordinator, registries) sits above the state backends, since it
 records their manifests. The state processor reads and writes checkpoints and savepoints, and no
-job needs it. The tools sit on top: the Dispatcher runs job files and serves what their drivers
-report, and the ``lockgate`` command drives jobs, the Dispatcher and the state processor.
+job needs it. ``metrics`` (PyFlink's metric interfaces, which the subtask hosts implement) sits
+with ``common``, at the bottom. The tools sit on top: the Dispatcher runs job files and serves
+what their drivers report, and the ``lockgate`` command drives jobs, the Dispatcher and the
+state processor.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import lockgate
 
 LAYERS = [
-    ("lockgate.common",),
+    ("lockgate.common", "lockgate.metrics"),
     ("lockgate.core",),
     ("lockgate.state",),
     ("lockgate.checkpoint",),

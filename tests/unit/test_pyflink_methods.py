@@ -141,12 +141,6 @@ def _csv_schema_builder():
     return CsvSchema.builder()
 
 
-def _runtime_context():
-    from lockgate.runtime.subtaskhost.context import SubtaskRuntimeContext
-
-    return SubtaskRuntimeContext("Map", 0, 1, 128, 0, {})
-
-
 def _rocksdb():
     from lockgate.datastream.state_backend import EmbeddedRocksDBStateBackend
 
@@ -197,7 +191,6 @@ NOT_SUPPORTED = [
     ("FileSourceBuilder.set_split_assigner", _file_source_builder, (None,)),
     ("CsvSchemaBuilder.set_any_property_name", _csv_schema_builder, ("extra",)),
     ("EmbeddedRocksDBStateBackend.set_options", _rocksdb, ("org.example.Options",)),
-    ("RuntimeContext.get_metrics_group", _runtime_context, ()),
 ]
 
 

@@ -1,7 +1,8 @@
-"""Every public name of PyFlink 2.3's ``pyflink.common`` and ``pyflink.datastream`` imports from
-the same ``lockgate.`` path (issue 13), read from PyFlink's own package that the set-up downloads
-into ``.venv/pyflink-wheel/`` (``make``; no Flink jars). A name lockgate cannot run yet is a
-placeholder that raises :class:`NotSupportedYetError` naming the alternative when it is used.
+"""Every public name of PyFlink 2.3's ``pyflink.common``, ``pyflink.datastream`` and
+``pyflink.metrics`` imports from the same ``lockgate.`` path (issue 13), read from PyFlink's own
+package that the set-up downloads into ``.venv/pyflink-wheel/`` (``make``; no Flink jars). A
+name lockgate cannot run yet is a placeholder that raises :class:`NotSupportedYetError` naming
+the alternative when it is used.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ MODULES = [
     "pyflink.datastream.time_domain",
     "pyflink.datastream.timerservice",
     "pyflink.datastream.window",
+    "pyflink.metrics",
+    "pyflink.metrics.metricbase",
 ]
 
 

@@ -17,6 +17,9 @@ class JobExecutionResult:
         epochs: list[Any],  # the runtime's EpochStats, the most recent epochs
         checkpoints: list[Any],  # its CheckpointStats
         restarts: int,
+        # (operator uid, subtask) -> metric name -> the runtime's MetricValue, the last reported
+        metrics: dict[tuple[str, int], dict[str, Any]],
+        operator_names: dict[str, str],  # operator uid -> its name
     ):
         self._job_id = job_id
         self.job_name = job_name
@@ -24,6 +27,8 @@ class JobExecutionResult:
         self.epochs = epochs
         self.checkpoints = checkpoints
         self.restarts = restarts
+        self.metrics = metrics
+        self.operator_names = operator_names
 
     def get_job_id(self) -> JobID:
         return self._job_id

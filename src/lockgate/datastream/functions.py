@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from lockgate.common.unsupported import unsupported
 from lockgate.datastream.state import OperatorStateStore
+from lockgate.metrics import MetricGroup
 from lockgate.runtime.subtaskhost import broadcast_operator
 from lockgate.runtime.subtaskhost.context import (
     FunctionInitializationContext as RuntimeFunctionInitializationContext,
@@ -68,8 +69,10 @@ class RuntimeContext(ABC):
     def get_index_of_this_subtask(self) -> int: ...
 
     @abstractmethod
-    def get_metrics_group(self) -> Any:
-        """Not supported yet: raises ``NotSupportedYetError`` naming the alternative."""
+    def get_metrics_group(self) -> MetricGroup:
+        """The operator's metric group (``lockgate.metrics``): what a function registers
+        there, usually in ``open()``, is reported at the end of every epoch, per subtask
+        (see docs/operations/metrics.md)."""
 
     @abstractmethod
     def get_job_parameter(self, key: str, default_value: str) -> str:

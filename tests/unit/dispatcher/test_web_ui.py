@@ -470,7 +470,9 @@ def test_savepoint_and_stop_need_the_token_and_reach_the_jobs_driver(
         attempt.triggers / f"{stop.trigger_id}.json",
         TriggerOutcome(stop.trigger_id, "FAILED", None, "the checkpoint of its epoch failed"),
     )
-    expect(latest).to_contain_text("failed: java.lang.RuntimeException: the checkpoint of its epoch failed")
+    expect(latest).to_contain_text(
+        "failed: java.lang.RuntimeException: the checkpoint of its epoch failed"
+    )
     expect(latest).to_have_class("error")
 
 

@@ -4,7 +4,8 @@ what the job takes from those attempts.
 Per subtask the ``AckCollector`` picks the accepted attempt (the one whose output the epoch
 used) and discards what the others wrote. The job's state moves to the accepted versions,
 their placement and staged files are recorded, their collect results are held until the
-epoch's output may be released, and the epoch's statistics are counted from them.
+epoch's output may be released, their metrics become the job's latest, and the epoch's
+statistics are counted from them.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class EpochAcceptance:
         self.finalizer.epoch_wrote(sum(ack.state.bytes_written for ack in acks if ack.state))
         ctx.shared_state.hold_live(ctx.state.subtask_files())
         ctx.results.hold(output.collected)
+        ctx.summary.update_metrics(
+            {(uid, ack.subtask): values for ack in acks for uid, values in ack.metrics.items()}
+        )
         return acks
 
     def statistics(

@@ -84,7 +84,10 @@ class JobContext:
             results=CollectedResults(),
             injector=FailureInjector(settings.injections, settings.kills),
             summary=JobSummary(
-                settings.job_id, settings.job_name, deque(maxlen=settings.epoch_history)
+                settings.job_id,
+                settings.job_name,
+                deque(maxlen=settings.epoch_history),
+                {node.uid: node.name for vertex in job.vertices for node in vertex.nodes},
             ),
             cancelled=threading.Event(),
             keys=RunKeys(job),

@@ -1,4 +1,5 @@
-"""What a job reports as it runs: statistics per epoch and checkpoint, and restarts."""
+"""What a job reports as it runs: statistics per epoch and checkpoint, restarts, and the
+metrics of its operators."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from lockgate.checkpoint.coordinator import CheckpointStats
 from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.job_id import JobID
+from lockgate.runtime.messages.metric_value import MetricValue
 
 
 @dataclass
@@ -61,12 +63,23 @@ class JobSummary:
     job_id: str
     job_name: str
     epochs: deque[EpochStats]  # the most recent ones
+    # operator uid -> its name, for every operator of the job
+    operator_names: dict[str, str] = field(default_factory=dict)
     checkpoints: list[CheckpointStats] = field(default_factory=list)
     restarts: int = 0
     failures: deque[JobFailure] = field(default_factory=lambda: deque(maxlen=FAILURE_HISTORY))
     started: float = field(default_factory=time.monotonic)
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))  # wall clock
     finished: float | None = None
+    # (operator uid, subtask index) -> metric name -> its latest value: what the subtask
+    # reported at the end of the last epoch accepted from it. Counts start again from zero
+    # when a failover rebuilds the subtask, as in Flink. Replaced as a whole, never changed in
+    # place: a reader on another thread takes the dict it finds.
+    metrics: dict[tuple[str, int], dict[str, MetricValue]] = field(default_factory=dict)
+
+    def update_metrics(self, reported: dict[tuple[str, int], dict[str, MetricValue]]) -> None:
+        """Take the values of an accepted epoch."""
+        self.metrics = {**self.metrics, **reported}
 
     def execution_result(self) -> JobExecutionResult:
         runtime_ms = int(((self.finished or 0) - self.started) * 1000)
@@ -77,4 +90,6 @@ class JobSummary:
             list(self.epochs),
             self.checkpoints,
             self.restarts,
+            self.metrics,
+            self.operator_names,
         )

@@ -15,11 +15,12 @@ from typing import Any
 
 from lockgate.common.records import Record, RecordFormatError
 from lockgate.core.source import SplitProgress
+from lockgate.runtime.messages.metric_value import MetricValue
 from lockgate.state.manifests import CanonicalManifest, KeyedStateSnapshot
 from lockgate.state.operator_state_handle import OperatorStateHandle
 
 FORMAT = "lockgate-subtask-ack"
-VERSION = 7
+VERSION = 8
 
 
 def ack_name(ack_dir: str, vertex: int, subtask: int, attempt: str) -> str:
@@ -54,6 +55,9 @@ class SubtaskAck(Record, format=FORMAT, version=VERSION):
     location: str  # the Spark host of the subtask's host ("" in local mode)
     duration_ms: float
     consumed: dict[str, str]  # input channel (edge/sender) -> attempt whose output it read
+    # operator uid -> metric name -> its value at the end of the epoch (a gauge without one
+    # is left out)
+    metrics: dict[str, dict[str, MetricValue]]
     # operator uid -> the operator state of its function: the live one, the savepoint's
     managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)
     savepoint_managed: dict[str, OperatorStateHandle] = dataclass_field(default_factory=dict)

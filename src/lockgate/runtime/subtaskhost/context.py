@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from enum import Enum
-from typing import Any, NoReturn
+from typing import Any
 
 from lockgate.common.clock import processing_time_ms
-from lockgate.common.unsupported import not_supported
 from lockgate.common.watermark_strategy import LONG_MIN
+from lockgate.metrics import MetricGroup
+from lockgate.runtime.subtaskhost.metrics import OperatorMetrics
 
 
 class SubtaskRuntimeContext:
@@ -22,6 +24,7 @@ class SubtaskRuntimeContext:
         attempt: int,
         job_parameters: dict[str, str],
         keyed_backend: Any = None,
+        metric_group: MetricGroup | None = None,
     ):
         self._task_name = task_name
         self._index = index
@@ -30,6 +33,8 @@ class SubtaskRuntimeContext:
         self._attempt = attempt
         self._job_parameters = job_parameters
         self._backend = keyed_backend
+        # outside a subtask (tests), a group of its own that nothing reports
+        self._metric_group = metric_group or OperatorMetrics(task_name, time.monotonic).group()
 
     def get_task_name(self) -> str:
         return self._task_name
@@ -52,11 +57,9 @@ class SubtaskRuntimeContext:
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._job_parameters.get(key, default_value)
 
-    def get_metrics_group(self) -> NoReturn:
-        not_supported(
-            "RuntimeContext.get_metrics_group",
-            "lockgate.progress for per-epoch figures, or count in state or a side output",
-        )
+    def get_metrics_group(self) -> MetricGroup:
+        """The operator's metric group: what it registers there is reported each epoch."""
+        return self._metric_group
 
     def keyed_state_store(self) -> SubtaskRuntimeContext | None:
         """Flink's KeyedStateStore: this context on a keyed stream, else None."""

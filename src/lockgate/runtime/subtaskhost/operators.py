@@ -7,8 +7,9 @@ chained operators.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from pickle import HIGHEST_PROTOCOL, dumps, loads
 from typing import Any
@@ -33,6 +34,7 @@ from lockgate.runtime.subtaskhost.context import (
     TimeDomain,
     TimerService,
 )
+from lockgate.runtime.subtaskhost.metrics import OperatorMetrics
 from lockgate.runtime.subtaskhost.staging_log import StagingLog
 from lockgate.runtime.subtaskhost.timer_service import InternalTimerService
 from lockgate.state.descriptors import ReducingStateDescriptor
@@ -78,6 +80,10 @@ class OperatorContext:
     input_type: TypeInformation | None = None
     #: the largest pickled record it may send on (lockgate.record.max-size)
     max_record_bytes: int = MAX_RECORD_LIMIT
+    #: its metrics (its runtime context's metric group registers them)
+    metrics: OperatorMetrics = field(
+        default_factory=lambda: OperatorMetrics("an operator", time.monotonic)
+    )
 
 
 NO_RECORD = object()
@@ -98,6 +104,8 @@ class Operator:
     #: takes records with their key (``process_keyed``) itself; else a keyed task wraps it
     #: in ``KeyedInput``, which makes each record's key current
     handles_keys = False
+    #: emits one record per record it takes: its numRecordsOut is its numRecordsIn
+    one_to_one: bool = False
 
     def process_keyed(self, key_group: int, key: Any, value: Any) -> None:
         raise TypeError(f"operator '{self.ctx.name}' is not at the head of a keyed task")
@@ -109,6 +117,22 @@ class Operator:
         self.watermark = LONG_MIN
         #: the operator state of a ``CheckpointedFunction`` (or of broadcast state)
         self.managed: OperatorStateBackend | None = None
+        # numRecordsIn and numRecordsOut, counted where that costs least (see the subtask's
+        # chain): records in batches as they arrive, one by one only where nothing else
+        # knows them; an operator whose input is all its upstream's output counts none
+        # (``in_from``), nor does a one-to-one operator count its output.
+        self.records_in = 0
+        self.records_out = 0
+        self.in_from: Operator | None = None
+
+    def counted_in(self) -> int:
+        """The records it has taken since it was built (Flink's numRecordsIn)."""
+        upstream = self.in_from
+        return upstream.counted_out() if upstream is not None else self.records_in
+
+    def counted_out(self) -> int:
+        """The records it has emitted since it was built (Flink's numRecordsOut)."""
+        return self.counted_in() if self.one_to_one else self.records_out
 
     def open(self) -> None:
         """``initialize_state`` of a ``CheckpointedFunction`` first, then ``open``."""
@@ -280,6 +304,8 @@ def key_function(key_selector: Any, key_type: TypeInformation | None) -> Callabl
 
 
 class MapOperator(Operator):
+    one_to_one = True
+
     def __init__(self, ctx: OperatorContext, function: Any):
         super().__init__(ctx, function)
         self.fn = resolve_callable(function, "map", "MapFunction")
@@ -352,6 +378,7 @@ class KeyedInput(Operator):
     def __init__(self, ctx: OperatorContext, inner: Operator):
         super().__init__(ctx)
         self.inner = inner
+        self.one_to_one = inner.one_to_one
         self.set_key = ctx.keyed_backend.set_current_key
 
     def open(self) -> None:

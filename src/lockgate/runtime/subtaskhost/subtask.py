@@ -7,6 +7,7 @@ the previous epoch. Either way it starts epoch n from the state of epoch n-1.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pickle import loads
@@ -24,6 +25,7 @@ from lockgate.core.fs.storage import Storage
 from lockgate.core.source import Source
 from lockgate.graph.job_graph import JobEdge, JobGraph, JobVertex, StreamEdge, StreamNode
 from lockgate.graph.transformations import PartitioningKind
+from lockgate.runtime.messages.metric_value import MetricValue
 from lockgate.runtime.messages.spark_items import HostOutput, RecordBatch
 from lockgate.runtime.messages.task_deployment import BatchBounds, SubtaskRestore, run_parts
 from lockgate.runtime.subtaskhost.channels import (
@@ -37,6 +39,12 @@ from lockgate.runtime.subtaskhost.channels import (
     ShuffleWriter,
 )
 from lockgate.runtime.subtaskhost.context import RecordTimestamp, SubtaskRuntimeContext
+from lockgate.runtime.subtaskhost.metrics import (
+    NUM_RECORDS_IN,
+    NUM_RECORDS_OUT,
+    DerivedCount,
+    OperatorMetrics,
+)
 from lockgate.runtime.subtaskhost.operators import (
     Operator,
     OperatorContext,
@@ -92,15 +100,41 @@ def _converting(
     return emit
 
 
+def _counting_output(operator: Operator, emit: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``emit``, counting the operator's numRecordsOut."""
+
+    def counted(value: Any) -> None:
+        operator.records_out += 1
+        emit(value)
+
+    return counted
+
+
+def _counting_input(target: Operator) -> Callable[[Any], None]:
+    """``target.process``, counting its numRecordsIn."""
+    process = target.process
+
+    def counted(value: Any) -> None:
+        target.records_in += 1
+        process(value)
+
+    return counted
+
+
 @dataclass(frozen=True)
 class Route:
     """Where an operator's records go: a chained operator or a channel writer (``target``)
     over ``edge``. ``crosses`` says the record leaves PyFlink's Python chain there (to a
-    shuffle or a sink), where PyFlink serializes it with its declared type."""
+    shuffle or a sink), where PyFlink serializes it with its declared type. ``counted``: the
+    target counts the records arriving here (its input is not simply its upstream's output)."""
 
     edge: StreamEdge  # its side output (output_tag) and that side output's type
     target: Operator
     crosses: bool
+    counted: bool = False
+
+    def deliver(self) -> Callable[[Any], None]:
+        return _counting_input(self.target) if self.counted else self.target.process
 
 
 def _emitter(
@@ -115,11 +149,11 @@ def _emitter(
     chain, side output records to their OutputTag's type always (a side output leaves
     PyFlink's Python operator). Chained operators get main output records as returned."""
     main_routes = [route for route in routes if route.edge.output_tag is None]
-    crossing = _fan_out([route.target.process for route in main_routes if route.crosses])
+    crossing = _fan_out([route.deliver() for route in main_routes if route.crosses])
     if convert is not None and crossing is not _drop:
         crossing = _converting(operator, convert, crossing, "its output_type")
     main = _fan_out(
-        [route.target.process for route in main_routes if not route.crosses]
+        [route.deliver() for route in main_routes if not route.crosses]
         + ([crossing] if crossing is not _drop else [])
     )
     by_tag: dict[str, list[Callable[[Any], None]]] = {}
@@ -127,7 +161,7 @@ def _emitter(
         edge = route.edge
         if edge.output_tag is None:
             continue
-        side: Callable[[Any], None] = route.target.process
+        side: Callable[[Any], None] = route.deliver()
         side_convert = record_converter(edge.side_output_type)
         if side_convert is not None:
             declared = f"the type_info of OutputTag '{edge.output_tag}'"
@@ -148,28 +182,45 @@ def _emitter(
     return emit
 
 
-def _keyed_batches(head: Operator, key_fn: Any) -> BatchConsumer:
+def _keyed_batches(head: Operator, target: Operator, key_fn: Any) -> BatchConsumer:
     """Batches of a key-group edge (their records come with their key groups) to a keyed
-    head."""
+    head, through ``target`` (the head, or one input of a two-input head)."""
 
     def deliver(batch: RecordBatch) -> int:
         key_groups = batch.key_groups
         assert key_groups is not None  # a key-group edge's writer sends them
-        head.process_keyed_batch(key_groups, batch.records, key_fn, batch.timestamps)
+        head.records_in += len(batch.records)
+        target.process_keyed_batch(key_groups, batch.records, key_fn, batch.timestamps)
         return len(batch.records)
 
     return deliver
 
 
-def _unkeyed_batches(head: Operator) -> BatchConsumer:
-    """Batches to an unkeyed head (the key groups of a key-group edge go unused)."""
+def _unkeyed_batches(head: Operator, target: Operator) -> BatchConsumer:
+    """Batches to an unkeyed head, through ``target`` (the key groups of a key-group edge go
+    unused)."""
 
     def deliver(batch: RecordBatch) -> int:
         values = [loads(data) for data in batch.records]
-        head.process_batch(values, batch.timestamps)
+        head.records_in += len(values)
+        target.process_batch(values, batch.timestamps)
         return len(values)
 
     return deliver
+
+
+def _single_upstream(vertex: JobVertex) -> dict[int, StreamNode]:
+    """The chained operators whose only input is all the main output of one upstream
+    operator (which has no side outputs), by node id: their numRecordsIn is that operator's
+    numRecordsOut. The others count what they take (the head, its input batches)."""
+    single = {}
+    for node in vertex.nodes:
+        if node is vertex.head or len(node.inputs) != 1 or node.inputs[0].output_tag is not None:
+            continue
+        source = node.inputs[0].source
+        if all(edge.output_tag is None for edge in source.outputs):
+            single[id(node)] = source
+    return single
 
 
 class Subtask:
@@ -231,12 +282,18 @@ class Subtask:
         edges_from: dict[int, list[Any]] = {}
         for edge in vertex.outputs:
             edges_from.setdefault(id(edge.stream_edge.source), []).append(edge)
+        upstream = _single_upstream(vertex)
         for node in reversed(vertex.nodes):
             ctx = self._context(node, attempt)
             # its outputs: chained operators (a sink is outside PyFlink's Python chain), and
             # channel writers
             routes = [
-                Route(e, built[id(e.target)], e.target.is_sink)
+                Route(
+                    e,
+                    built[id(e.target)],
+                    e.target.is_sink,
+                    counted=id(e.target) not in upstream,
+                )
                 for e in node.outputs
                 if id(e.target) in in_chain
             ]
@@ -265,8 +322,15 @@ class Subtask:
                 ) == len(routes):
                     operator.targets = main_targets
                 operator.emit = _emitter(operator, routes, record_converter(output_type))
+                if not operator.one_to_one:
+                    operator.emit = _counting_output(operator, operator.emit)
             built[id(node)] = operator
+        for node_id, upstream_node in upstream.items():
+            built[node_id].in_from = built[id(upstream_node)]
         self.operators = [built[id(n)] for n in vertex.nodes]
+        for operator in self.operators:  # before open(), where functions register theirs
+            operator.ctx.metrics.register(NUM_RECORDS_IN, DerivedCount(operator.counted_in))
+            operator.ctx.metrics.register(NUM_RECORDS_OUT, DerivedCount(operator.counted_out))
         self.source = head.source if vertex.is_source else None
         # Per input edge: what takes one shuffled batch to the head operator.
         self.deliver: dict[int, BatchConsumer] = {}
@@ -279,11 +343,13 @@ class Subtask:
                     key_fn = key_function(
                         edge.partitioning.key_selector, edge.partitioning.key_type
                     )
-                    self.deliver[edge.id] = _keyed_batches(target, key_fn)
+                    self.deliver[edge.id] = _keyed_batches(head_operator, target, key_fn)
                 else:
-                    self.deliver[edge.id] = _unkeyed_batches(target)
+                    self.deliver[edge.id] = _unkeyed_batches(head_operator, target)
 
     def _context(self, node: StreamNode, attempt: int) -> OperatorContext:
+        where = f"operator '{node.name}' (uid '{node.uid}', subtask {self.index})"
+        metrics = OperatorMetrics(where, time.monotonic)
         runtime_context = SubtaskRuntimeContext(
             node.name,
             self.index,
@@ -292,6 +358,7 @@ class Subtask:
             attempt,
             self.job_parameters,
             self.backend if node is self.vertex.head else None,
+            metrics.group(),
         )
         ctx = OperatorContext(
             node.name,
@@ -309,6 +376,7 @@ class Subtask:
             restored_epoch=self.restore.restored_epoch,
             batch=self.batch,
             max_record_bytes=self.batch_bounds.record_bytes,
+            metrics=metrics,
         )
         self.contexts.append(ctx)
         return ctx
@@ -440,6 +508,10 @@ class Subtask:
                     )
                 inputs.append((end.watermark, end.idle))
         return inputs
+
+    def metrics(self) -> dict[str, dict[str, MetricValue]]:
+        """The current value of each operator's metrics, by operator uid."""
+        return {ctx.uid: ctx.metrics.report() for ctx in self.contexts}
 
     def next_processing_time(self) -> int | None:
         """When the earliest processing-time timer of the chain is due (None: none, or

@@ -214,6 +214,7 @@ class SubtaskHost:
             location=self.location,
             duration_ms=(time.perf_counter() - epoch.started) * 1000,
             consumed=epoch.consumed,
+            metrics=subtask.metrics(),
             managed=managed,
             savepoint_managed=savepoint_managed,
         )

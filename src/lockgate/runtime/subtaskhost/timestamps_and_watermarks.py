@@ -71,6 +71,8 @@ class TimestampsAndWatermarksOperator(_Assigning):
     """``assign_timestamps_and_watermarks``: watermarks from the timestamps this subtask saw,
     whatever its input's watermarks (except the end of input, which passes through)."""
 
+    one_to_one = True
+
     def __init__(self, ctx: OperatorContext, strategy: Any):
         super().__init__(ctx, strategy)
         self.max_timestamp = LONG_MIN
@@ -94,6 +96,7 @@ class TimestampsAndWatermarksOperator(_Assigning):
             self.max_timestamp = max(self.max_timestamp, max(stamps))
         self.records += len(values)
         for target in self.targets:
+            target.records_in += len(values)  # it may have other inputs: see Operator
             target.process_batch(values, stamps)
 
     def process(self, value: Any) -> None:
@@ -143,7 +146,10 @@ class SourceOperator(_Assigning):
     timestamps its strategy assigns, and keeps a watermark per split (``SplitWatermarks``).
 
     A source without a strategy (``from_collection``) emits records without timestamps and
-    no watermark until the end of input, as Flink's legacy sources."""
+    no watermark until the end of input, as Flink's legacy sources. It takes (numRecordsIn)
+    and emits what it reads."""
+
+    one_to_one = True
 
     def __init__(self, ctx: OperatorContext, strategy: Any, convert: Converter | None = None):
         super().__init__(ctx, strategy)
@@ -174,7 +180,9 @@ class SourceOperator(_Assigning):
             if timestamps:
                 max_timestamp = max(timestamps)
             self.splits.read(split, max_timestamp, len(values), processing_time_ms())
+        self.records_in += len(values)
         for target in self.targets:
+            target.records_in += len(values)  # it may have other inputs: see Operator
             target.process_batch(values, timestamps)
 
     def _converted(self, convert: Converter, values: list[Any]) -> list[Any]:

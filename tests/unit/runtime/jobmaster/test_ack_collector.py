@@ -61,6 +61,7 @@ def write_ack(work, vertex, index, attempt, consumed=None, state=None, **changes
         location="",
         duration_ms=1.0,
         consumed=consumed or {},
+        metrics={},
     )
     values.update(changes)
     document = json.dumps(SubtaskAck(**values).to_json()).encode()

@@ -134,6 +134,7 @@ def source_acks(job, plan, attempt="a7"):
             "",
             1.0,
             {},
+            {},
         )
         for vertex in job.sources
         for index in range(vertex.parallelism)

@@ -93,6 +93,7 @@ def ack(vertex_id: int, index: int, epoch: int, **fields) -> SubtaskAck:
         "location": "",
         "duration_ms": 1.0,
         "consumed": {},
+        "metrics": {},
         **fields,
     }
     return SubtaskAck(vertex_id, index, epoch, "job#0", f"e{epoch}a{vertex_id}{index}", **values)

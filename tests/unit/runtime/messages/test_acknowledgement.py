@@ -10,6 +10,12 @@ from lockgate.common.records import RecordFormatError
 from lockgate.core.fs.storage import Storage
 from lockgate.core.source import SplitProgress
 from lockgate.runtime.messages.acknowledgement import SubtaskAck, ack_name
+from lockgate.runtime.messages.metric_value import (
+    CounterValue,
+    DistributionValue,
+    GaugeValue,
+    MeterValue,
+)
 from lockgate.state.manifests import FileHandle, KeyedStateSnapshot, RocksDBManifest
 
 
@@ -34,6 +40,15 @@ def an_ack(**changes) -> SubtaskAck:
         location="10.0.0.7",
         duration_ms=12.5,
         consumed={"0/0": "e5-g0t5a11"},
+        metrics={
+            "map": {
+                "numRecordsIn": CounterValue(40),
+                "orders.late": MeterValue(7, 0.25),
+                "orders.size": DistributionValue(3, 12.0, 1.0, 8.0, 4.0),
+                "queue": GaugeValue(2.5),
+            },
+            "sink": {"empty": DistributionValue(0, 0.0, None, None, None)},
+        },
     )
     values.update(changes)
     return SubtaskAck(**values)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from lockgate.common.unsupported import NotSupportedYetError
+from lockgate.metrics import MetricGroup
+from lockgate.runtime.messages.metric_value import CounterValue
 from lockgate.runtime.subtaskhost.context import SubtaskRuntimeContext
+from lockgate.runtime.subtaskhost.metrics import OperatorMetrics
 
 
 def context() -> SubtaskRuntimeContext:
@@ -23,7 +23,10 @@ def test_task_facts_and_job_parameters():
     assert ctx.get_job_parameter("zone", "a") == "a"
 
 
-def test_metrics_are_not_supported_yet_and_say_what_to_use():
-    # None would fail later, at the first counter, with an AttributeError
-    with pytest.raises(NotSupportedYetError, match=r"get_metrics_group .* use lockgate\.progress"):
-        context().get_metrics_group()
+def test_the_metric_group_is_the_operators():
+    metrics = OperatorMetrics("operator 'Map'", lambda: 0.0)
+    ctx = SubtaskRuntimeContext("Map", 0, 1, 128, 0, {}, None, metrics.group())
+    group = ctx.get_metrics_group()
+    assert isinstance(group, MetricGroup)
+    group.counter("seen").inc(2)
+    assert metrics.report() == {"seen": CounterValue(2)}
