@@ -35,8 +35,15 @@ from lockgate.runtime.jobmaster.job_report import (
     FailureReport,
     JobReport,
     OperatorReport,
+    SubtaskMetrics,
     VertexInput,
     VertexReport,
+)
+from lockgate.runtime.messages.metric_value import (
+    CounterValue,
+    DistributionValue,
+    GaugeValue,
+    MeterValue,
 )
 
 
@@ -101,6 +108,24 @@ def report(job_id: str, status: str, savepoint_dir: str | None = None) -> JobRep
         restarts=1,
         configuration=configuration,
         watermarks={"count": 1000},
+        metrics=[
+            SubtaskMetrics("lines", 0, {"numRecordsOut": CounterValue(100)}),
+            SubtaskMetrics(
+                "count",
+                0,
+                {
+                    "numRecordsIn": CounterValue(60),
+                    "numRecordsOut": CounterValue(60),
+                    "mine.seen": CounterValue(5),
+                    "mine.rate": MeterValue(10, 2.5),
+                    "mine.level": GaugeValue(7.0),
+                    "mine.sizes": DistributionValue(2, 10.0, 4.0, 6.0, 5.0),
+                },
+            ),
+            SubtaskMetrics("count", 1, {"numRecordsIn": CounterValue(40)}),
+            SubtaskMetrics("out", 0, {"numRecordsOut": CounterValue(60)}),
+            SubtaskMetrics("out", 1, {"numRecordsOut": CounterValue(40)}),
+        ],
     )
 
 

@@ -171,6 +171,9 @@ def test_jobs_have_flinks_fields_under_v1_and_unversioned(api):
         ("a" * 32, 1, "RUNNING"),
         ("b" * 32, 2, "RUNNING"),
     ]
+    counted = info["vertices"][1]["metrics"]
+    assert (counted["read-records"], counted["read-records-complete"]) == (100, True)
+    assert (counted["write-records"], counted["write-records-complete"]) == (100, True)
     plan = client.get(f"/jobs/{RUNNING}/plan").json()["plan"]
     assert plan["nodes"][1]["inputs"] == [
         {"id": "a" * 32, "num": 0, "exchange": "pipelined_bounded", "ship_strategy": "HASH"}
@@ -483,6 +486,32 @@ def test_prometheus_endpoint_exposes_every_jobs_figures(api):
     assert samples[("lockgate_epoch_records_per_second", RUNNING, None)] == 2000.0
     assert 0 <= samples[("lockgate_last_checkpoint_age_seconds", RUNNING, None)] < 60
     assert samples[("lockgate_operator_watermark_lag_seconds", RUNNING, "count")] > 1e9
+    counted = {
+        (
+            s.name,
+            s.labels["operator_uid"],
+            s.labels["subtask"],
+            s.labels.get("metric"),
+            s.labels.get("statistic"),
+        ): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+        if s.labels.get("job_id") == RUNNING and "subtask" in s.labels
+    }
+    assert counted[("lockgate_operator_records_in_total", "count", "1", None, None)] == 40
+    assert counted[("lockgate_operator_records_out_total", "out", "0", None, None)] == 60
+    user = {k[3:]: v for k, v in counted.items() if k[0] == "lockgate_user_metric"}
+    assert user == {
+        ("mine.seen", "count"): 5,
+        ("mine.rate", "count"): 10,
+        ("mine.rate", "rate"): 2.5,
+        ("mine.level", "value"): 7,
+        ("mine.sizes", "count"): 2,
+        ("mine.sizes", "sum"): 10,
+        ("mine.sizes", "min"): 4,
+        ("mine.sizes", "max"): 6,
+        ("mine.sizes", "mean"): 5,
+    }
 
 
 def test_cancelling_a_cancelled_job_again_is_accepted_as_in_flink(api):

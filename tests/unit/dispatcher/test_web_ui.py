@@ -165,6 +165,7 @@ def report(job_id: str, name: str, status: str, savepoint_dir: str | None) -> Jo
         restarts=1,
         configuration=configuration,
         watermarks={"parse": LONG_MAX, "count": EVENT_TIME, "alerts": LONG_MIN},
+        metrics=[],
     )
 
 

@@ -18,6 +18,8 @@ from typing import Any
 from lockgate.common.version import __version__
 from lockgate.dispatcher.dispatcher import JobView
 from lockgate.runtime.jobmaster.job_report import CheckpointReport, JobReport, VertexReport
+from lockgate.runtime.messages.metric_value import CounterValue
+from lockgate.runtime.subtaskhost.metrics import NUM_RECORDS_IN, NUM_RECORDS_OUT
 
 # Flink's task states, in the order its REST API lists them
 TASK_STATES = (
@@ -190,19 +192,38 @@ def _vertex(job: JobView, vertex: VertexReport) -> dict[str, Any]:
         "end-time": end,
         "duration": duration,
         "tasks": tasks,
-        "metrics": {
-            "read-bytes": 0,
-            "read-bytes-complete": False,
-            "write-bytes": 0,
-            "write-bytes-complete": False,
-            "read-records": 0,
-            "read-records-complete": False,
-            "write-records": 0,
-            "write-records-complete": False,
-            "accumulated-backpressured-time": 0,
-            "accumulated-idle-time": 0,
-            "accumulated-busy-time": 0.0,
-        },
+        "metrics": _vertex_metrics(job.report, vertex) if job.report is not None else {},
+    }
+
+
+def _records(report: JobReport, uid: str, name: str) -> int | None:
+    """The sum over an operator's subtasks of its counter ``name`` (None: not reported)."""
+    counts = [
+        value.count
+        for subtask in report.metrics
+        if subtask.uid == uid
+        for metric, value in subtask.values.items()
+        if metric == name and isinstance(value, CounterValue)
+    ]
+    return sum(counts) if counts else None
+
+
+def _vertex_metrics(report: JobReport, vertex: VertexReport) -> dict[str, Any]:
+    """A task's records in (its first operator's) and out (its last one's)."""
+    read = _records(report, vertex.operators[0].uid, NUM_RECORDS_IN)
+    written = _records(report, vertex.operators[-1].uid, NUM_RECORDS_OUT)
+    return {
+        "read-bytes": 0,
+        "read-bytes-complete": False,
+        "write-bytes": 0,
+        "write-bytes-complete": False,
+        "read-records": read or 0,
+        "read-records-complete": read is not None,
+        "write-records": written or 0,
+        "write-records-complete": written is not None,
+        "accumulated-backpressured-time": 0,
+        "accumulated-idle-time": 0,
+        "accumulated-busy-time": 0.0,
     }
 
 

@@ -17,9 +17,17 @@ from prometheus_client.registry import Collector
 
 from lockgate.dispatcher.dispatcher import JobView
 from lockgate.runtime.jobmaster.job_report import JobReport
+from lockgate.runtime.messages.metric_value import (
+    CounterValue,
+    GaugeValue,
+    MeterValue,
+    MetricValue,
+)
+from lockgate.runtime.subtaskhost.metrics import NUM_RECORDS_IN, NUM_RECORDS_OUT
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _JOB = ["job_id", "job_name"]
+_SUBTASK = [*_JOB, "operator_uid", "subtask"]
 # Watermarks below this mean "none yet" (Flink starts event time at Long.MIN_VALUE)
 _NO_WATERMARK = -(2**62)
 
@@ -79,6 +87,22 @@ class JobsCollector(Collector):
             "How far an operator's event time is behind the wall clock",
             labels=[*_JOB, "operator_uid"],
         )
+        records_in = CounterMetricFamily(
+            "lockgate_operator_records_in",
+            "Records an operator's subtask took in (Flink's numRecordsIn)",
+            labels=_SUBTASK,
+        )
+        records_out = CounterMetricFamily(
+            "lockgate_operator_records_out",
+            "Records an operator's subtask put out (Flink's numRecordsOut)",
+            labels=_SUBTASK,
+        )
+        user = GaugeMetricFamily(
+            "lockgate_user_metric",
+            "A metric a function registered (get_metrics_group()): a counter's count, a "
+            "gauge's value, a meter's count and rate, a distribution's statistics",
+            labels=[*_SUBTASK, "metric", "statistic"],
+        )
         now = time.time()
         for job in self.jobs():
             labels = [job.job_id, job.name]
@@ -100,11 +124,45 @@ class JobsCollector(Collector):
                 age.add_metric(labels, now - (last.trigger_time_ms + last.duration_ms) / 1000)
                 for uid, bytes_ in sorted(last.state_size_per_operator.items()):
                     state.add_metric([*labels, uid], bytes_)
+            _operator_metrics(report, labels, records_in, records_out, user)
             for uid, watermark in sorted(report.watermarks.items()):
                 if _NO_WATERMARK < watermark < 2**62:
                     lag.add_metric([*labels, uid], now - watermark / 1000)
         yield from (up, restarts, uptime, epoch, epoch_records, epoch_rate, completed, failed)
-        yield from (duration, size, incremental, age, state, lag)
+        yield from (duration, size, incremental, age, state, lag, records_in, records_out, user)
+
+
+def _operator_metrics(
+    report: JobReport,
+    labels: list[str],
+    records_in: CounterMetricFamily,
+    records_out: CounterMetricFamily,
+    user: GaugeMetricFamily,
+) -> None:
+    for subtask in report.metrics:
+        where = [*labels, subtask.uid, str(subtask.subtask)]
+        for name, value in sorted(subtask.values.items()):
+            if name == NUM_RECORDS_IN and isinstance(value, CounterValue):
+                records_in.add_metric(where, value.count)
+            elif name == NUM_RECORDS_OUT and isinstance(value, CounterValue):
+                records_out.add_metric(where, value.count)
+            else:
+                for statistic, number in _statistics(value):
+                    user.add_metric([*where, name, statistic], number)
+
+
+def _statistics(value: MetricValue) -> list[tuple[str, float]]:
+    if isinstance(value, CounterValue):
+        return [("count", value.count)]
+    if isinstance(value, GaugeValue):
+        return [("value", value.value)]
+    if isinstance(value, MeterValue):
+        return [("count", value.count), ("rate", value.rate)]
+    found = [("count", float(value.count)), ("sum", value.sum)]
+    for statistic, number in (("min", value.min), ("max", value.max), ("mean", value.mean)):
+        if number is not None:
+            found.append((statistic, number))
+    return found
 
 
 def _epochs(

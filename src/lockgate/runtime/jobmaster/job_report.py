@@ -19,6 +19,7 @@ from lockgate.common.job_status import JobStatus
 from lockgate.common.records import Record
 from lockgate.graph.job_graph import JobGraph
 from lockgate.graph.transformations import PartitioningKind
+from lockgate.runtime.messages.metric_value import MetricValue
 
 if TYPE_CHECKING:
     from lockgate.runtime.jobmaster.job_runner import JobRunner
@@ -146,6 +147,16 @@ class FailureReport(Record):
 
 
 @dataclass(frozen=True)
+class SubtaskMetrics(Record):
+    """What a subtask's operator reported at the end of its latest accepted epoch: Flink's
+    numRecordsIn and numRecordsOut, and the metrics its function registered."""
+
+    uid: str
+    subtask: int
+    values: dict[str, MetricValue]
+
+
+@dataclass(frozen=True)
 class JobReport(Record, format=FORMAT, version=VERSION):
     job_id: str
     job_name: str
@@ -166,6 +177,7 @@ class JobReport(Record, format=FORMAT, version=VERSION):
     configuration: dict[str, str]  # sensitive values hidden
     # operator uid -> its event time, the least over its subtasks (absent: none yet)
     watermarks: dict[str, int]
+    metrics: list[SubtaskMetrics]
 
     @property
     def job_status(self) -> JobStatus:
@@ -264,6 +276,10 @@ def job_report(runner: JobRunner) -> JobReport:
         restarts=summary.restarts,
         configuration=masked(dict(settings.configuration)),
         watermarks=operator_watermarks(ctx.state.watermarks),
+        metrics=[
+            SubtaskMetrics(uid, subtask, dict(values))
+            for (uid, subtask), values in sorted(summary.metrics.items())
+        ],
     )
 
 
