@@ -17,9 +17,24 @@ from rich.table import Table
 from lockgate.runtime.jobmaster.job_report import JobReport, job_report
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 from lockgate.runtime.jobmaster.progress import epoch_line, human_bytes
+from lockgate.runtime.messages.metric_value import CounterValue
+from lockgate.runtime.subtaskhost.metrics import NUM_RECORDS_IN, NUM_RECORDS_OUT
 
 REFRESH_S = 0.5
 EPOCH_ROWS = 8
+
+
+def record_counts(report: JobReport) -> dict[str, tuple[int | None, int | None]]:
+    """Operator uid -> its records in and out (Flink's numRecordsIn and numRecordsOut),
+    summed over its subtasks."""
+    totals: dict[str, list[int | None]] = {}
+    for subtask in report.metrics:
+        entry = totals.setdefault(subtask.uid, [None, None])
+        for position, name in enumerate((NUM_RECORDS_IN, NUM_RECORDS_OUT)):
+            value = subtask.values.get(name)
+            if isinstance(value, CounterValue):
+                entry[position] = (entry[position] or 0) + value.count
+    return {uid: (entry[0], entry[1]) for uid, entry in totals.items()}
 
 
 def render(report: JobReport) -> Group:
@@ -27,13 +42,26 @@ def render(report: JobReport) -> Group:
         f"[bold]{escape(report.job_name)}[/] {report.job_id}  [bold]{report.status}[/]  "
         f"restarts {report.restarts}" + (f"  Spark UI {report.spark_ui}" if report.spark_ui else "")
     )
-    tasks = Table("task", "operators (uid)", "parallelism", title="tasks", title_justify="left")
+    counts = record_counts(report)
+    tasks = Table(
+        "task",
+        "operator (uid)",
+        "parallelism",
+        "records in",
+        "records out",
+        title="operators",
+        title_justify="left",
+    )
     for vertex in report.vertices:
-        tasks.add_row(
-            escape(vertex.name),
-            escape(", ".join(f"{o.name} ({o.uid})" for o in vertex.operators)),
-            str(vertex.parallelism),
-        )
+        for position, operator in enumerate(vertex.operators):
+            records_in, records_out = counts.get(operator.uid, (None, None))
+            tasks.add_row(
+                f"{vertex.index}: {escape(vertex.name)}" if position == 0 else "",
+                escape(f"{operator.name} ({operator.uid})"),
+                str(vertex.parallelism) if position == 0 else "",
+                f"{records_in:,}" if records_in is not None else "",
+                f"{records_out:,}" if records_out is not None else "",
+            )
     epochs = Table(
         "epoch",
         "records",

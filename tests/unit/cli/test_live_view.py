@@ -23,7 +23,10 @@ def test_the_view_shows_tasks_epochs_checkpoints_and_the_last_failure():
     console.print(render(job))
     text = console.export_text()
     assert "[bold]sums[/ 00000000000000000000000000000000  RUNNING  restarts 1" in text
-    assert "count -> Sink: out" in text and "count (count), Sink: out (out)" in text
+    assert "1: count -> Sink: out" in text
+    rows = {line.split("│")[2].strip(): line for line in text.splitlines() if line.count("│") > 4}
+    assert [c.strip() for c in rows["count (count)"].split("│")[4:6]] == ["100", "60"]
+    assert [c.strip() for c in rows["Sink: out (out)"].split("│")[4:6]] == ["", "100"]
     assert "last failure: builtins.ValueError: bad [red]input" in text
     for column in ("epoch", "records/s", "checkpoint", "incremental"):
         assert column in text
