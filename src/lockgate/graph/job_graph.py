@@ -359,7 +359,8 @@ def _chain(nodes: list[StreamNode], chaining: bool) -> JobGraph:
     return JobGraph(vertices, edges)
 
 
-_SHIP_STRATEGIES = {
+# Flink's names of how records travel between tasks
+SHIP_STRATEGIES = {
     PartitioningKind.FORWARD: "FORWARD",
     PartitioningKind.REBALANCE: "REBALANCE",
     PartitioningKind.RESCALE: "RESCALE",
@@ -393,7 +394,7 @@ def execution_plan(graph: JobGraph) -> str:
                 entry["predecessors"] = [
                     {
                         "id": edge.source.transformation.id,
-                        "ship_strategy": _SHIP_STRATEGIES[edge.partitioning.kind],
+                        "ship_strategy": SHIP_STRATEGIES[edge.partitioning.kind],
                         "side": "second" if edge.input_index == 2 else "first",
                     }
                     for edge in node.inputs

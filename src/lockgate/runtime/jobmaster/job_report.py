@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 
 from lockgate.common.job_status import JobStatus
 from lockgate.common.records import Record
-from lockgate.graph.job_graph import JobGraph
-from lockgate.graph.transformations import PartitioningKind
+from lockgate.graph.job_graph import SHIP_STRATEGIES, JobGraph
 from lockgate.runtime.messages.metric_value import MetricValue
 
 if TYPE_CHECKING:
@@ -26,17 +25,6 @@ if TYPE_CHECKING:
 
 FORMAT = "lockgate-job-report"
 VERSION = 1
-
-# Flink's names of how records travel between tasks
-SHIP_STRATEGIES = {
-    PartitioningKind.FORWARD: "FORWARD",
-    PartitioningKind.REBALANCE: "REBALANCE",
-    PartitioningKind.RESCALE: "RESCALE",
-    PartitioningKind.SHUFFLE: "SHUFFLE",
-    PartitioningKind.KEY_GROUP: "HASH",
-    PartitioningKind.BROADCAST: "BROADCAST",
-    PartitioningKind.CUSTOM: "CUSTOM",
-}
 
 # Parts of configuration keys whose values are hidden, as Flink hides them
 _SENSITIVE = (
