@@ -115,6 +115,10 @@ class Dispatcher:
             compile(program, program_name, "exec")
         except (SyntaxError, ValueError) as exc:
             raise DispatcherError(f"job file {program_name} is not valid Python: {exc}") from None
+        except (RecursionError, MemoryError):  # the parser's and compiler's limits
+            raise DispatcherError(
+                f"job file {program_name} is nested too deeply for Python to compile"
+            ) from None
         try:
             options.validate(configuration)
         except options.ConfigurationError as exc:
