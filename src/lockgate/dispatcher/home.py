@@ -83,6 +83,9 @@ class DispatcherHome:
         except BlockingIOError:
             os.close(descriptor)
             return None
+        # a killed Dispatcher's address is not this one's: until this one announces its
+        # own, clients must not send the token there (another user may listen on it now)
+        self.address_path.unlink(missing_ok=True)
         return descriptor
 
     def running(self) -> DispatcherAddress | None:
