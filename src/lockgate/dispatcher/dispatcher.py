@@ -136,8 +136,8 @@ class Dispatcher:
             if files.outcome() is not None:
                 continue
             latest = files.latest_attempt()
-            ended = latest.outcome() if latest is not None else None
-            if ended is not None:  # its driver ended it as the last Dispatcher died
+            ended = _ended_without_restart(latest, "the Dispatcher stopped") if latest else None
+            if ended is not None:  # its driver ended it, or was to, as the last Dispatcher died
                 files.end(ended)
                 continue
             log.warning("job %s was running when the Dispatcher stopped: resuming it", files.job_id)
@@ -157,12 +157,12 @@ class Dispatcher:
         files = self._files(job_id)
         if files.outcome() is not None:
             raise JobNotRunning(f"job {job_id} is not running: it is {self._view(files).status}")
-        cancelled = self._cancel.get(job_id)
-        if cancelled is not None:  # wakes its watcher between driver attempts
-            self._loop.call_soon_threadsafe(cancelled.set)
         attempt = files.latest_attempt()
-        if attempt is not None and files.driver_alive():
-            attempt.command(JobCommand(uuid.uuid4().hex, "cancel", None, False))
+        if attempt is not None:  # kept, so that a Dispatcher started again does not resume it
+            _ask_cancel(attempt)
+        cancelled = self._cancel.get(job_id)
+        if cancelled is not None:  # its watcher: between attempts, or to the attempt starting
+            self._loop.call_soon_threadsafe(cancelled.set)
 
     def trigger(
         self,
@@ -283,8 +283,9 @@ class Dispatcher:
             run_id = job_id if files.latest_attempt() is None else uuid.uuid4().hex
             attempt = files.new_attempt(run_id, recovery)
             self._restarting.discard(job_id)
-            code = await self._run_driver(files, attempt)
-            outcome = attempt.outcome()
+            code = await self._run_driver(files, attempt, cancel)
+            died = f"the job's driver died ({_exit_description(code)})"
+            outcome = _ended_without_restart(attempt, died)
             if outcome is not None:
                 files.end(outcome)
                 log.info("job %s: %s", job_id, outcome.status)
@@ -300,7 +301,6 @@ class Dispatcher:
                 )
                 strategy = restart_strategy(configuration, checkpointing)
             delay = strategy.next_delay_ms(restart_clock_ms())
-            died = f"the job's driver died ({_exit_description(code)})"
             if delay is None:
                 self._restarting.discard(job_id)
                 files.end(
@@ -323,7 +323,9 @@ class Dispatcher:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(cancel.wait(), delay / 1000)
 
-    async def _run_driver(self, files: JobFiles, attempt: AttemptFiles) -> int:
+    async def _run_driver(
+        self, files: JobFiles, attempt: AttemptFiles, cancel: asyncio.Event
+    ) -> int:
         number = attempt.attempt().number
         with open(attempt.log_path, "ab", buffering=0) as log_file:
             os.chmod(attempt.log_path, 0o600)
@@ -340,7 +342,46 @@ class Dispatcher:
                 cwd=files.program_dir,
             )
         log.info("job %s: driver attempt %d started (pid %d)", files.job_id, number, process.pid)
-        return await process.wait()
+        exited = asyncio.ensure_future(process.wait())
+        cancelled = asyncio.ensure_future(cancel.wait())
+        await asyncio.wait((exited, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done():  # a cancel may have gone to the attempt before this one
+            _ask_cancel(attempt)
+        cancelled.cancel()
+        return await exited
+
+
+def _ask_cancel(attempt: AttemptFiles) -> None:
+    if not any(command.kind == "cancel" for command in attempt.commands_waiting(set())):
+        attempt.command(JobCommand(uuid.uuid4().hex, "cancel", None, False))
+
+
+def _ended_without_restart(attempt: AttemptFiles, died: str) -> JobOutcome | None:
+    """How the job ends with this attempt, though its driver may have died before saying
+    so: as it said; cancelled or stopped if that was asked of it (a stop once its savepoint
+    completed, the job's end as in Flink); failed if its program ran several jobs, which a
+    restart, running the program again, would resume from the last one's checkpoint. None:
+    the job is restarted."""
+    outcome = attempt.outcome()
+    if outcome is not None:
+        return outcome
+    for command in attempt.commands_waiting(set()):
+        if command.kind == "cancel":
+            return JobOutcome("CANCELED", now_ms(), f"cancelled; {died} before it had ended")
+        done = attempt.trigger_outcome(command.trigger_id)
+        if command.kind == "stop" and done is not None and done.status == "COMPLETED":
+            return JobOutcome(
+                "FINISHED", now_ms(), f"stopped with savepoint {done.location}; {died}"
+            )
+    report = attempt.report()
+    if report is not None and report.job_id != attempt.attempt().job_id:
+        return JobOutcome(
+            "FAILED",
+            now_ms(),
+            f"{died} after its job file had started more than one job: such a file is not "
+            "restarted (it would run its first job again from the last one's checkpoint)",
+        )
+    return None
 
 
 def _latest_checkpoint(attempt: AttemptFiles) -> str | None:

@@ -7,7 +7,9 @@ configuration, the attempt's job id and recovery path), reports each job the pro
 to the job store (``report.json``), carries out the savepoint, stop and cancel requests the
 Dispatcher leaves in ``commands/``, and before it exits writes how the program ended
 (``outcome.json``). A driver that exits without one died (a signal, a lost machine): the
-Dispatcher then runs the job again from its latest completed checkpoint.
+Dispatcher then runs the job again from its latest completed checkpoint. A job the program
+leaves running (``execute_async``) is waited for, still reported; a cancel while no job runs
+(none started yet, or the program does not return after its job ended) ends the process.
 
 The driver dies with the Dispatcher (Flink's JobMasters live in the Dispatcher's process),
 and holds its attempt's lock while it lives: a Dispatcher started after a crash restarts
@@ -26,6 +28,7 @@ import sys
 import threading
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Literal, NoReturn
 
 from lockgate.common import config_options as options
 from lockgate.common.job_status import JobStatus
@@ -46,6 +49,11 @@ log = logging.getLogger(__name__)
 
 REPORT_INTERVAL_S = 0.5
 _PR_SET_PDEATHSIG = 1
+_OUTCOMES: dict[JobStatus, Literal["FINISHED", "CANCELED", "FAILED"]] = {
+    JobStatus.FINISHED: "FINISHED",
+    JobStatus.CANCELED: "CANCELED",
+    JobStatus.FAILED: "FAILED",
+}
 
 
 class JobReporter:
@@ -90,9 +98,12 @@ class JobReporter:
         for command in self.files.commands_waiting(self._seen):
             self._seen.add(command.trigger_id)
             self._waiting.append(command)
-        if self.runner is None:
-            return
         runner = self.runner
+        no_job = runner is None or runner.wait(0) is not None
+        if no_job and any(command.kind == "cancel" for command in self._waiting):
+            self._end_program(runner)
+        if runner is None:
+            return
         waiting, self._waiting = self._waiting, []
         for command in waiting:
             log.info("carrying out %s request %s", command.kind, command.trigger_id)
@@ -103,6 +114,29 @@ class JobReporter:
                 command.target_directory, command.kind == "stop", command.drain
             )
             future.add_done_callback(functools.partial(self._savepoint_done, command))
+
+    def _end_program(self, runner: JobRunner | None) -> NoReturn:
+        """A cancel while no job runs: the program has not started one, or has not
+        returned after it ended. Nothing of lockgate's runs that a stop would have to wind
+        down, so this process ends here, saying how."""
+        status = runner.wait(0) if runner is not None else None
+        for command in self._waiting:
+            if command.kind != "cancel":
+                self._outcome(command, None, "the job was cancelled before it ran the request")
+        if status is None:
+            outcome = JobOutcome("CANCELED", now_ms(), "cancelled before its job file ran a job")
+        else:
+            self._write_report()
+            outcome = JobOutcome(
+                _OUTCOMES[status],
+                now_ms(),
+                f"the job {status.name.lower()}; its job file did not return after it, and was "
+                "ended by a cancel",
+            )
+        write_record(self.files.outcome_path, outcome)
+        log.warning("%s", outcome.reason)
+        logging.shutdown()
+        os._exit(0)
 
     def _savepoint_done(self, command: JobCommand, future: Future[str]) -> None:
         error = future.exception()
@@ -140,9 +174,10 @@ def run(job: JobFiles, attempt_files: AttemptFiles) -> JobOutcome:
     except BaseException as exc:
         failure = exc
         log.error("the job file %s failed", program.name, exc_info=exc)
-    finally:
-        reporter.close()
     runner = reporter.runner
+    if runner is not None and failure is None:
+        runner.wait()  # a job the file left running (execute_async) goes on, reported
+    reporter.close()
     if runner is not None and runner.wait(0) is JobStatus.CANCELED:
         return JobOutcome("CANCELED", now_ms(), "the job was cancelled")  # whatever it raised
     if failure is not None:
