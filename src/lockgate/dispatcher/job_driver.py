@@ -175,10 +175,11 @@ def run(job: JobFiles, attempt_files: AttemptFiles) -> JobOutcome:
         failure = exc
         log.error("the job file %s failed", program.name, exc_info=exc)
     runner = reporter.runner
-    if runner is not None and failure is None:
+    if runner is not None and failure is None and runner.on_own_thread:
         runner.wait()  # a job the file left running (execute_async) goes on, reported
     reporter.close()
-    if runner is not None and runner.wait(0) is JobStatus.CANCELED:
+    status = runner.wait(0) if runner is not None else None
+    if status is JobStatus.CANCELED:
         return JobOutcome("CANCELED", now_ms(), "the job was cancelled")  # whatever it raised
     if failure is not None:
         reason = f"exit code {failure.code}" if isinstance(failure, SystemExit) else str(failure)
@@ -189,7 +190,9 @@ def run(job: JobFiles, attempt_files: AttemptFiles) -> JobOutcome:
             now_ms(),
             f"the job file {program.name} ended without running a job (env.execute())",
         )
-    if runner.wait() is JobStatus.FAILED:  # the program caught the job's error
+    if status is None:  # an execute_and_collect whose results it left unread
+        return JobOutcome("CANCELED", now_ms(), f"the job file {program.name} ended before its job")
+    if status is JobStatus.FAILED:  # the program caught the job's error
         return JobOutcome("FAILED", now_ms(), "the job failed")
     return JobOutcome("FINISHED", now_ms(), "the job finished")
 
