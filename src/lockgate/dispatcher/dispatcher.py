@@ -188,9 +188,15 @@ class Dispatcher:
             raise DispatcherError(
                 f"no savepoint directory: give one, or configure '{options.SAVEPOINT_DIR.key}'"
             )
-        if "://" not in target and not os.path.isabs(target):
+        scheme, url, path = target.partition("://")
+        local = not url or scheme == "file"  # relative to what? the driver's cwd is not ours
+        if (local and not os.path.isabs(path if url else target)) or (url and not scheme):
             raise DispatcherError(f"savepoint directory {target!r} is not an absolute path or URL")
-        if not is_writable(target):
+        try:
+            writable = is_writable(target)
+        except (ValueError, ImportError) as exc:  # fsspec's: an unknown scheme, a missing library
+            raise DispatcherError(f"savepoint directory {target!r}: {exc}") from None
+        if not writable:
             raise DispatcherError(f"savepoint directory {target} is not writable")
         trigger_id = trigger_id or uuid.uuid4().hex
         attempt.command(JobCommand(trigger_id, kind, target, drain))

@@ -23,7 +23,6 @@ from lockgate.dispatcher.job_store import (
     write_record,
 )
 from lockgate.dispatcher.rest.app import create_app
-from lockgate.runtime.jobmaster.job_report import CheckpointCounts, CheckpointingReport, JobReport
 
 RESTARTS = {
     "restart-strategy.type": "fixed-delay",
@@ -37,41 +36,6 @@ attempts = Path.cwd().parent / "attempts"
 attempt = attempts / str(max(int(p.name) for p in attempts.iterdir() if p.name.isdigit()))
 """
 SLEEP = "import time\nwhile True:\n    time.sleep(1)\n"
-
-
-def report_of(job_id: str) -> JobReport:
-    """What a driver reports of a running job ``job_id`` that made no checkpoint."""
-    return JobReport(
-        job_id=job_id,
-        job_name="second",
-        status="RUNNING",
-        start_time_ms=now_ms(),
-        end_time_ms=None,
-        written_ms=now_ms(),
-        spark_app_id="local-1",
-        spark_ui=None,
-        vertices=[],
-        epochs=[],
-        checkpointing=CheckpointingReport(
-            None,
-            "EXACTLY_ONCE",
-            600000,
-            0,
-            0,
-            1,
-            "NO_EXTERNALIZED_CHECKPOINTS",
-            None,
-            "hashmap",
-            False,
-        ),
-        checkpoint_counts=CheckpointCounts(0, 0, 0),
-        checkpoints=[],
-        restored_from=None,
-        failures=[],
-        restarts=0,
-        configuration={},
-        watermarks={},
-    )
 
 
 class Running:
@@ -155,7 +119,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # before its job's end is written
     assert len(files.attempts()) == 1
 
 
-def test_a_job_file_that_ran_several_jobs_is_not_restarted(dispatcher_of):
+def test_a_job_file_that_ran_several_jobs_is_not_restarted(dispatcher_of, report_of):
     """Its restart would run its first job again from its last job's checkpoint."""
     running = dispatcher_of()
     second_job = report_of("e" * 32).encode()

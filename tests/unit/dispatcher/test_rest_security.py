@@ -6,12 +6,14 @@ error with its status, never a 500, and changes nothing."""
 from __future__ import annotations
 
 import base64
+import os
 
 import pytest
 from fastapi.testclient import TestClient
 
 from lockgate.dispatcher.dispatcher import Dispatcher
 from lockgate.dispatcher.home import DispatcherHome
+from lockgate.dispatcher.job_store import JobSubmission, now_ms, write_record
 from lockgate.dispatcher.rest.app import create_app
 
 MAX_BODY = 4096
@@ -28,11 +30,16 @@ def client_of(tmp_path):
     def make(
         loopback: bool = True, base_url: str = "http://127.0.0.1:8081", max_body: int = MAX_BODY
     ) -> TestClient:
-        app = create_app(
-            lambda loop: Dispatcher(home.path, 1 << 20, loop), token, loopback, max_body
-        )
+        made: list[Dispatcher] = []
+
+        def factory(loop):
+            made.append(Dispatcher(home.path, 1 << 20, loop))
+            return made[0]
+
+        app = create_app(factory, token, loopback, max_body)
         client = TestClient(app, base_url=base_url, raise_server_exceptions=False)
         client.__enter__()
+        client.dispatcher = made[0]  # type: ignore[attr-defined]
         clients.append(client)
         return client
 
@@ -108,3 +115,29 @@ def test_a_job_file_too_deep_to_compile_is_refused(client_of):
         )
         assert_error(response, 400, "deep.py")
     assert client.get("/v1/jobs").json() == {"jobs": []}
+
+
+def test_savepoint_directories_the_driver_cannot_use_are_refused(client_of, report_of, tmp_path):
+    make, token = client_of
+    client = make()
+    dispatcher = client.dispatcher  # type: ignore[attr-defined]
+    files = dispatcher.store.create(JobSubmission(JOB, "job.py", [], {}, now_ms()), b"pass\n")
+    attempt = files.new_attempt(JOB, None)
+    write_record(attempt.report_path, report_of(JOB))
+    lock = files.hold_lock()  # the job's driver: this test
+    try:
+        for target, problem in [
+            ("nosuch://bucket/sp", "Protocol not known"),  # fsspec's ValueError: was a 500
+            (f"{tmp_path}/sp\x00x", "null"),
+            ("file://relative/sp", "not an absolute path"),  # the driver's cwd is not ours
+            ("://sp", "not an absolute path"),
+        ]:
+            response = client.post(
+                f"/v1/jobs/{JOB}/savepoints",
+                json={"target-directory": target},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            assert_error(response, 400, problem)
+        assert list(attempt.commands.iterdir()) == []
+    finally:
+        os.close(lock)
