@@ -32,6 +32,7 @@ RESTARTS = {
 # What a job file finds of its own attempt (its working directory is the job's program/)
 OWN_ATTEMPT = """
 import os, signal
+from pathlib import Path
 attempts = Path.cwd().parent / "attempts"
 attempt = attempts / str(max(int(p.name) for p in attempts.iterdir() if p.name.isdigit()))
 """
