@@ -74,6 +74,7 @@ def serve(home: Path, host: str, port: int, tls_cert: str | None, tls_key: str |
         ssl_certfile=tls_cert,
         ssl_keyfile=tls_key,
         timeout_graceful_shutdown=5,
+        access_log=False,  # a line per request: a polling Web UI would grow the log for ever
     )
     # Connections wait in the listening socket's backlog until the server takes them
     dispatcher_home.announce(
