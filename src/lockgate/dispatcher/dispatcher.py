@@ -29,6 +29,7 @@ from typing import Literal
 
 from lockgate.checkpoint.coordinator import checkpoint_number
 from lockgate.common import config_options as options
+from lockgate.common.records import RecordFormatError
 from lockgate.core.fs.storage import Storage, is_writable
 from lockgate.dispatcher.job_store import (
     PROGRAM_NAME,
@@ -65,6 +66,10 @@ class JobNotRunning(DispatcherError):
     status = 409
 
 
+class JobDamaged(DispatcherError):
+    status = 500
+
+
 @dataclass(frozen=True)
 class JobView:
     """A job as the REST API shows it."""
@@ -95,6 +100,7 @@ class Dispatcher:
         self._tasks: dict[str, concurrent.futures.Future[None]] = {}
         self._cancel: dict[str, asyncio.Event] = {}
         self._restarting: set[str] = set()  # between a driver's death and its next attempt
+        self._warned: set[str] = set()
 
     # Jobs ------------------------------------------------------------------------------
 
@@ -133,10 +139,16 @@ class Dispatcher:
     def recover(self) -> None:
         """Resume every job the store shows unfinished (after the Dispatcher was killed)."""
         for files in self.store.jobs():
-            if files.outcome() is not None:
+            try:
+                if files.outcome() is not None:
+                    continue
+                latest = files.latest_attempt()
+                stopped = "the Dispatcher stopped"
+                ended = _ended_without_restart(latest, stopped) if latest else None
+            except RecordFormatError as exc:  # without its records, a resume could start over
+                files.end(JobOutcome("FAILED", now_ms(), f"the job cannot be resumed: {exc}"))
+                log.error("job %s cannot be resumed: %s", files.job_id, exc)
                 continue
-            latest = files.latest_attempt()
-            ended = _ended_without_restart(latest, "the Dispatcher stopped") if latest else None
             if ended is not None:  # its driver ended it, or was to, as the last Dispatcher died
                 files.end(ended)
                 continue
@@ -144,14 +156,19 @@ class Dispatcher:
             self._watch(files, resume=True)
 
     def jobs(self) -> list[JobView]:
-        return sorted(
-            (self._view(files) for files in self.store.jobs()),
-            key=lambda view: view.start_ms,
-            reverse=True,
-        )
+        views = []
+        for files in self.store.jobs():
+            try:
+                views.append(self._view(files))
+            except RecordFormatError as exc:  # one job's damaged files hide only that job
+                self._warn_once(str(exc), "job %s is left out: %s", files.job_id, exc)
+        return sorted(views, key=lambda view: view.start_ms, reverse=True)
 
     def job(self, job_id: str) -> JobView:
-        return self._view(self._files(job_id))
+        try:
+            return self._view(self._files(job_id))
+        except RecordFormatError as exc:
+            raise JobDamaged(f"job {job_id} cannot be shown: {exc}") from None
 
     def cancel(self, job_id: str) -> None:
         files = self._files(job_id)
@@ -233,12 +250,12 @@ class Dispatcher:
         submission = files.submission()
         outcome = files.outcome()
         attempts = files.attempts()
-        latest = attempts[-1].report() if attempts else None
+        latest = self._report(attempts[-1]) if attempts else None
         report = latest
         for attempt in reversed(attempts[:-1]):
             if report is not None:
                 break
-            report = attempt.report()
+            report = self._report(attempt)
         status: str
         if outcome is not None:
             status = outcome.status
@@ -258,6 +275,20 @@ class Dispatcher:
             len(attempts),
             outcome,
         )
+
+    def _report(self, attempt: AttemptFiles) -> JobReport | None:
+        """The attempt's report, None if it cannot be read (a lockgate of another version
+        wrote it): shown without one rather than not at all."""
+        try:
+            return attempt.report()
+        except RecordFormatError as exc:
+            self._warn_once(str(attempt.report_path), "shown without its report: %s", exc)
+            return None
+
+    def _warn_once(self, key: str, message: str, *args: object) -> None:
+        if key not in self._warned:  # views are asked for every few seconds
+            self._warned.add(key)
+            log.warning(message, *args)
 
     def _watch(self, files: JobFiles, resume: bool) -> None:
         self._cancel[files.job_id] = asyncio.Event()
