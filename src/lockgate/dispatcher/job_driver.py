@@ -4,12 +4,13 @@ attempt's ``driver.log``.
 
 It runs the job file as ``__main__`` under a ``ProgramContext`` (the submission's
 configuration, the attempt's job id and recovery path), reports each job the program runs
-to the job store (``report.json``), carries out the savepoint, stop and cancel requests the
-Dispatcher leaves in ``commands/``, and before it exits writes how the program ended
-(``outcome.json``). A driver that exits without one died (a signal, a lost machine): the
-Dispatcher then runs the job again from its latest completed checkpoint. A job the program
-leaves running (``execute_async``) is waited for, still reported; a cancel while no job runs
-(none started yet, or the program does not return after its job ended) ends the process.
+to the job store (``report.json``, when it changed), carries out the savepoint, stop and
+cancel requests the Dispatcher leaves in ``commands/``, and before it exits writes how the
+program ended (``outcome.json``). A driver that exits without one died (a signal, a lost
+machine): the Dispatcher then runs the job again from its latest completed checkpoint. A
+job the program leaves running (``execute_async``) is waited for, still reported; a cancel
+while no job runs (none started yet, or the program does not return after its job ended)
+ends the process.
 
 The driver dies with the Dispatcher (Flink's JobMasters live in the Dispatcher's process),
 and holds its attempt's lock while it lives: a Dispatcher started after a crash restarts
@@ -19,6 +20,7 @@ only jobs whose driver is gone, so two drivers of a job never run at once.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import logging
 import os
@@ -42,7 +44,7 @@ from lockgate.dispatcher.job_store import (
     write_record,
 )
 from lockgate.runtime.jobmaster import program_context
-from lockgate.runtime.jobmaster.job_report import job_report
+from lockgate.runtime.jobmaster.job_report import JobReport, job_report
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,7 @@ class JobReporter:
         self.runner: JobRunner | None = None
         self._seen: set[str] = set()
         self._waiting: list[JobCommand] = []  # arrived before the program started a job
+        self._written: JobReport | None = None  # the last report written, but its time
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lockgate-job-reporter")
 
@@ -91,8 +94,13 @@ class JobReporter:
                 log.exception("could not report the job to the Dispatcher")
 
     def _write_report(self) -> None:
-        if self.runner is not None:
-            write_record(self.files.report_path, job_report(self.runner))
+        """The job's report, if it changed: a job may sit idle for weeks."""
+        if self.runner is None:
+            return
+        report = job_report(self.runner)
+        if dataclasses.replace(report, written_ms=0) != self._written:
+            write_record(self.files.report_path, report)
+            self._written = dataclasses.replace(report, written_ms=0)
 
     def _take_commands(self) -> None:
         for command in self.files.commands_waiting(self._seen):
