@@ -28,6 +28,7 @@ import fcntl
 import os
 import re
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -89,14 +90,14 @@ def write_record(path: Path, record: Record) -> None:
 
 
 def write_file(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, whole or not at all, readable by this user only."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """``data`` at ``path``, whole or not at all, readable by this user only (requests are
+    served on several threads: a retried savepoint request writes its command again)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(descriptor, data)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+        file.flush()
         os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
     os.replace(temporary, path)
 
 

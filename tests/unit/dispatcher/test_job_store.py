@@ -3,6 +3,8 @@ is there whole, with its record, or not at all, and the next Dispatcher goes on.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from lockgate.dispatcher import job_store
@@ -54,3 +56,28 @@ def test_an_attempt_cut_short_is_not_an_attempt(tmp_path, monkeypatch):
     again = files.new_attempt("2" * 32, "file:///ck/chk-3")
     assert (again.attempt().number, again.attempt().job_id) == (1, "2" * 32)
     assert sorted(p.name for p in (files.directory / "attempts").iterdir()) == ["0", "1"]
+
+
+def test_threads_writing_the_same_record_each_write_it_whole(tmp_path):
+    """Two requests retrying one savepoint trigger id write its command at once."""
+    path = tmp_path / "command.json"
+    start = threading.Barrier(4)
+    failures: list[BaseException] = []
+
+    def write(n: int) -> None:
+        start.wait()
+        for i in range(200):
+            try:
+                job_store.write_file(path, f"{n} {i}".encode() * 1000)
+            except BaseException as exc:
+                failures.append(exc)
+                return
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert path.read_bytes() in {f"{n} 199".encode() * 1000 for n in range(4)}  # one, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["command.json"]
