@@ -179,3 +179,30 @@ def test_a_dispatcher_started_again_ends_what_was_asked_instead_of_resuming_it(
     outcome = running.ended(files, 10)
     assert outcome.status == ("CANCELED" if asked == "cancel" else "FINISHED"), outcome
     assert len(files.attempts()) == 1
+
+
+DIES = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
+
+
+def test_a_driver_that_keeps_dying_fails_the_job_once_its_restarts_are_used(dispatcher_of):
+    running = dispatcher_of()
+    files = running.submit(DIES, {**RESTARTS, "restart-strategy.fixed-delay.attempts": "2"})
+    outcome = running.ended(files)
+    assert outcome.status == "FAILED", outcome
+    assert "signal 9" in outcome.reason and "no restarts left" in outcome.reason
+    assert len(files.attempts()) == 3
+
+
+def test_a_cancel_between_attempts_ends_the_job_without_another(dispatcher_of):
+    running = dispatcher_of()
+    files = running.submit(DIES, {**RESTARTS, "restart-strategy.fixed-delay.delay": "10 min"})
+    deadline = time.monotonic() + 60
+    status = running.client.get(f"/v1/jobs/{files.job_id}/status").json()["status"]
+    while status != "RESTARTING":
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+        status = running.client.get(f"/v1/jobs/{files.job_id}/status").json()["status"]
+    response = running.client.patch(f"/v1/jobs/{files.job_id}?mode=cancel", headers=running.headers)
+    assert response.status_code == 202
+    assert running.ended(files, 10).status == "CANCELED"
+    assert len(files.attempts()) == 1
