@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from fastapi.testclient import TestClient
+from job_reports import report_of
 
 from lockgate.dispatcher.dispatcher import Dispatcher
 from lockgate.dispatcher.home import DispatcherHome
@@ -18,7 +19,7 @@ ENDED = "a" * 32
 RUNNING = "b" * 32
 
 
-def test_reports_that_cannot_be_read_neither_hide_jobs_nor_stop_the_dispatcher(tmp_path, report_of):
+def test_reports_that_cannot_be_read_neither_hide_jobs_nor_stop_the_dispatcher(tmp_path):
     home = DispatcherHome(tmp_path / "home")
     token = home.token()
 

@@ -11,6 +11,7 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from job_reports import report_of
 
 from lockgate.dispatcher.dispatcher import Dispatcher
 from lockgate.dispatcher.home import DispatcherHome
@@ -120,7 +121,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # before its job's end is written
     assert len(files.attempts()) == 1
 
 
-def test_a_job_file_that_ran_several_jobs_is_not_restarted(dispatcher_of, report_of):
+def test_a_job_file_that_ran_several_jobs_is_not_restarted(dispatcher_of):
     """Its restart would run its first job again from its last job's checkpoint."""
     running = dispatcher_of()
     second_job = report_of("e" * 32).encode()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from job_reports import report_of
+
 from lockgate.dispatcher import job_driver
 from lockgate.dispatcher.job_store import AttemptFiles, DriverAttempt, now_ms
 
@@ -16,9 +18,7 @@ class Running:
         return None
 
 
-def test_a_report_is_written_when_the_job_changed_not_every_half_second(
-    tmp_path, monkeypatch, report_of
-):
+def test_a_report_is_written_when_the_job_changed_not_every_half_second(tmp_path, monkeypatch):
     files = AttemptFiles(tmp_path / "0")
     files.create(DriverAttempt(0, "a" * 32, None, now_ms()))
     report = report_of("a" * 32)

@@ -14,6 +14,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from job_reports import report_of
 
 from lockgate.dispatcher import dispatcher as dispatching
 from lockgate.dispatcher.dispatcher import Dispatcher
@@ -36,7 +37,7 @@ EXAMPLES = 100  # per run: both take 10 to 20 s
 
 
 @pytest.fixture
-def api(tmp_path, monkeypatch, report_of):
+def api(tmp_path, monkeypatch):
     """The app, a client, its token, and a fingerprint of the job store."""
     monkeypatch.setattr(Dispatcher, "_watch", lambda self, files, resume: None)
     # a savepoint directory is probed by writing into it: only under tmp_path here

@@ -10,6 +10,7 @@ import os
 
 import pytest
 from fastapi.testclient import TestClient
+from job_reports import report_of
 
 from lockgate.dispatcher.dispatcher import Dispatcher
 from lockgate.dispatcher.home import DispatcherHome
@@ -117,7 +118,7 @@ def test_a_job_file_too_deep_to_compile_is_refused(client_of):
     assert client.get("/v1/jobs").json() == {"jobs": []}
 
 
-def test_savepoint_directories_the_driver_cannot_use_are_refused(client_of, report_of, tmp_path):
+def test_savepoint_directories_the_driver_cannot_use_are_refused(client_of, tmp_path):
     make, token = client_of
     client = make()
     dispatcher = client.dispatcher  # type: ignore[attr-defined]

@@ -1,16 +1,13 @@
-"""What the Dispatcher's tests write into a job store: a driver's report of a job."""
+"""What a job's driver reports, for the tests of the Dispatcher and the CLI (no Spark)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-
-import pytest
 
 from lockgate.dispatcher.job_store import now_ms
 from lockgate.runtime.jobmaster.job_report import CheckpointCounts, CheckpointingReport, JobReport
 
 
-def _report(job_id: str, status: str = "RUNNING") -> JobReport:
+def report_of(job_id: str, status: str = "RUNNING") -> JobReport:
+    """A driver's report of job ``job_id`` in ``status``, without checkpoints."""
     return JobReport(
         job_id=job_id,
         job_name="reported",
@@ -42,9 +39,3 @@ def _report(job_id: str, status: str = "RUNNING") -> JobReport:
         configuration={},
         watermarks={},
     )
-
-
-@pytest.fixture
-def report_of() -> Callable[..., JobReport]:
-    """A driver's report of job ``job_id`` in ``status`` (RUNNING), without checkpoints."""
-    return _report
