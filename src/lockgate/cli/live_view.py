@@ -87,7 +87,7 @@ class LiveView:
         self._runners: list[JobRunner] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lockgate-live-view", daemon=True)
-        self._printed_epoch = 0
+        self._printed: dict[str, int] = {}  # job id -> its last epoch printed
 
     def job_started(self, runner: JobRunner) -> None:
         self._runners.append(runner)
@@ -115,9 +115,9 @@ class LiveView:
 
     def _print_lines(self, report: JobReport) -> None:
         for epoch in report.epochs:
-            if epoch.epoch <= self._printed_epoch:
+            if epoch.epoch <= self._printed.get(report.job_id, 0):
                 continue
-            self._printed_epoch = epoch.epoch
+            self._printed[report.job_id] = epoch.epoch
             seconds = epoch.duration_ms / 1000
             rate = epoch.records / seconds if seconds else 0.0
             self.console.print(
