@@ -235,7 +235,7 @@ class Dispatcher:
 
     def close(self) -> None:
         """Stop watching (the drivers die with this process)."""
-        for task in self._tasks.values():
+        for task in list(self._tasks.values()):
             task.cancel()
 
     # Inside ----------------------------------------------------------------------------
@@ -291,9 +291,16 @@ class Dispatcher:
             log.warning(message, *args)
 
     def _watch(self, files: JobFiles, resume: bool) -> None:
-        self._cancel[files.job_id] = asyncio.Event()
+        job_id = files.job_id
+        self._cancel[job_id] = asyncio.Event()
         watching = self._supervise(files, resume)
-        self._tasks[files.job_id] = asyncio.run_coroutine_threadsafe(watching, self._loop)
+        task = self._tasks[job_id] = asyncio.run_coroutine_threadsafe(watching, self._loop)
+
+        def forget(_: concurrent.futures.Future[None]) -> None:  # a Dispatcher runs for months
+            self._tasks.pop(job_id, None)
+            self._cancel.pop(job_id, None)
+
+        task.add_done_callback(forget)
 
     async def _supervise(self, files: JobFiles, resume: bool) -> None:
         try:

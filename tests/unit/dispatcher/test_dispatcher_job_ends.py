@@ -192,6 +192,11 @@ def test_a_driver_that_keeps_dying_fails_the_job_once_its_restarts_are_used(disp
     assert outcome.status == "FAILED", outcome
     assert "signal 9" in outcome.reason and "no restarts left" in outcome.reason
     assert len(files.attempts()) == 3
+    deadline = time.monotonic() + 10
+    while files.job_id in running.dispatcher._tasks:  # nothing kept of an ended job
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert files.job_id not in running.dispatcher._cancel
 
 
 def test_a_cancel_between_attempts_ends_the_job_without_another(dispatcher_of):
