@@ -4,6 +4,7 @@ token or job store is a symbolic link, is refused before anything is read or wri
 from __future__ import annotations
 
 import os
+import secrets
 
 import pytest
 from local_attacker import NOBODY, needs_another_user
@@ -39,3 +40,23 @@ def test_links_in_the_home_are_refused(tmp_path):
     (home.path / "jobs").symlink_to(elsewhere)
     with pytest.raises(UnsafeDirectoryError, match="symbolic link"):
         JobStore(home.path)
+
+
+class Killed(BaseException):
+    """The starting Dispatcher dies here."""
+
+
+def test_a_start_killed_while_making_the_token_leaves_no_empty_token(tmp_path, monkeypatch):
+    home = DispatcherHome(tmp_path / "home")
+
+    def killed(n: int) -> str:
+        raise Killed
+
+    monkeypatch.setattr(secrets, "token_hex", killed)
+    with pytest.raises(Killed):
+        home.token()
+    monkeypatch.undo()
+    token = home.token()  # the next start
+    assert len(token) == 64 and home.read_token() == token
+    assert home.token_path.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in home.path.iterdir()) == ["token"]
