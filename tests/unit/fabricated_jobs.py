@@ -129,6 +129,42 @@ def report(job_id: str, status: str, savepoint_dir: str | None = None) -> JobRep
     )
 
 
+def report_of(job_id: str, status: str = "RUNNING") -> JobReport:
+    """A driver's report of job ``job_id`` in ``status``, without checkpoints."""
+    return JobReport(
+        job_id=job_id,
+        job_name="reported",
+        status=status,
+        start_time_ms=now_ms(),
+        end_time_ms=None,
+        written_ms=now_ms(),
+        spark_app_id="local-1",
+        spark_ui=None,
+        vertices=[],
+        epochs=[],
+        checkpointing=CheckpointingReport(
+            None,
+            "EXACTLY_ONCE",
+            600000,
+            0,
+            0,
+            1,
+            "NO_EXTERNALIZED_CHECKPOINTS",
+            None,
+            "hashmap",
+            False,
+        ),
+        checkpoint_counts=CheckpointCounts(0, 0, 0),
+        checkpoints=[],
+        restored_from=None,
+        failures=[],
+        restarts=0,
+        configuration={},
+        watermarks={},
+        metrics=[],
+    )
+
+
 def add_job(
     dispatcher: Dispatcher, job_id: str, status: str, savepoint_dir: str | None
 ) -> JobFiles:

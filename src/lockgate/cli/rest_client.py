@@ -24,10 +24,13 @@ class SavepointResult:
 
 
 class DispatcherClient:
-    def __init__(self, url: str, token: str | None, timeout_s: float = 30.0):
+    def __init__(
+        self, url: str, token: str | None, timeout_s: float = 30.0, why_no_token: str = ""
+    ):
         self.url = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._timeout_s = timeout_s
+        self._why_no_token = why_no_token  # said when the Dispatcher asks for one
 
     @staticmethod
     def of_home(home: DispatcherHome) -> DispatcherClient | None:
@@ -39,10 +42,24 @@ class DispatcherClient:
 
     @staticmethod
     def of_address(address: str, home: DispatcherHome) -> DispatcherClient:
-        """A client of the Dispatcher at ``HOST:PORT`` (or a URL), with ``home``'s token."""
-        url = address if "://" in address else f"http://{address}"
-        token = home.read_token() if home.token_path.exists() else None
-        return DispatcherClient(url, token)
+        """A client of the Dispatcher at ``HOST:PORT`` (or a URL), with ``home``'s token if
+        that is the Dispatcher running for ``home``, or if TLS authenticates it: whoever has
+        the token runs code as this user, and any local user can listen on a loopback port
+        that no Dispatcher holds."""
+        url = (address if "://" in address else f"http://{address}").rstrip("/")
+        running = home.running()
+        if (running is not None and running.url == url) or url.startswith("https://"):
+            token = home.read_token() if home.token_path.exists() else None
+            return DispatcherClient(url, token)
+        return DispatcherClient(
+            url,
+            None,
+            why_no_token=(
+                f" (the token of {home.path} goes only to the Dispatcher running for it"
+                + (f", at {running.url}," if running is not None else "")
+                + " or over https)"
+            ),
+        )
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         try:
@@ -60,7 +77,8 @@ class DispatcherClient:
                 errors = response.json().get("errors") or [response.text]
             except ValueError:
                 errors = [response.text]
-            raise ClientError("; ".join(str(e) for e in errors))
+            hint = self._why_no_token if response.status_code == 401 else ""
+            raise ClientError("; ".join(str(e) for e in errors) + hint)
         return response.json() if response.content else None
 
     def submit(self, program: Path, arguments: list[str], configuration: dict[str, str]) -> str:

@@ -387,11 +387,15 @@ class StreamExecutionEnvironment:
         return JobClient(self._start(job_name))
 
     def _start(self, job_name: str | None) -> JobRunner:
+        runner = self._runner(job_name)
+        runner.start()
+        return runner
+
+    def _runner(self, job_name: str | None) -> JobRunner:
         runner = JobRunner(self._job_master(job_name))
         context = program_context.current()
         if context is not None and context.listener is not None:
             context.listener.job_started(runner)
-        runner.start()
         return runner
 
     def close(self) -> None:
@@ -402,17 +406,18 @@ class StreamExecutionEnvironment:
         self._spark = None
 
     def _execute_collect(self, job_name: str | None) -> CloseableIterator:
-        master = self._job_master(job_name)
-        epochs = master.run()
+        runner = self._runner(job_name)
+        epochs = runner.epochs()
 
         def records() -> Iterator[Any]:
             for result in epochs:
                 yield from result.collected
 
         def close() -> None:
-            master.cancel()
+            runner.cancel()
             # ValueError: the loop is running in another thread; it stops after its epoch
             with suppress(ValueError):
                 epochs.close()
+            runner.discard()
 
         return CloseableIterator(records(), close)

@@ -29,6 +29,7 @@ from typing import Literal
 
 from lockgate.checkpoint.coordinator import checkpoint_number
 from lockgate.common import config_options as options
+from lockgate.common.records import RecordFormatError
 from lockgate.core.fs.storage import Storage, is_writable
 from lockgate.dispatcher.job_store import (
     PROGRAM_NAME,
@@ -65,6 +66,10 @@ class JobNotRunning(DispatcherError):
     status = 409
 
 
+class JobDamaged(DispatcherError):
+    status = 500
+
+
 @dataclass(frozen=True)
 class JobView:
     """A job as the REST API shows it."""
@@ -95,6 +100,7 @@ class Dispatcher:
         self._tasks: dict[str, concurrent.futures.Future[None]] = {}
         self._cancel: dict[str, asyncio.Event] = {}
         self._restarting: set[str] = set()  # between a driver's death and its next attempt
+        self._warned: set[str] = set()
 
     # Jobs ------------------------------------------------------------------------------
 
@@ -115,6 +121,10 @@ class Dispatcher:
             compile(program, program_name, "exec")
         except (SyntaxError, ValueError) as exc:
             raise DispatcherError(f"job file {program_name} is not valid Python: {exc}") from None
+        except (RecursionError, MemoryError):  # the parser's and compiler's limits
+            raise DispatcherError(
+                f"job file {program_name} is nested too deeply for Python to compile"
+            ) from None
         try:
             options.validate(configuration)
         except options.ConfigurationError as exc:
@@ -129,25 +139,36 @@ class Dispatcher:
     def recover(self) -> None:
         """Resume every job the store shows unfinished (after the Dispatcher was killed)."""
         for files in self.store.jobs():
-            if files.outcome() is not None:
+            try:
+                if files.outcome() is not None:
+                    continue
+                latest = files.latest_attempt()
+                stopped = "the Dispatcher stopped"
+                ended = _ended_without_restart(latest, stopped) if latest else None
+            except RecordFormatError as exc:  # without its records, a resume could start over
+                files.end(JobOutcome("FAILED", now_ms(), f"the job cannot be resumed: {exc}"))
+                log.error("job %s cannot be resumed: %s", files.job_id, exc)
                 continue
-            latest = files.latest_attempt()
-            ended = latest.outcome() if latest is not None else None
-            if ended is not None:  # its driver ended it as the last Dispatcher died
+            if ended is not None:  # its driver ended it, or was to, as the last Dispatcher died
                 files.end(ended)
                 continue
             log.warning("job %s was running when the Dispatcher stopped: resuming it", files.job_id)
             self._watch(files, resume=True)
 
     def jobs(self) -> list[JobView]:
-        return sorted(
-            (self._view(files) for files in self.store.jobs()),
-            key=lambda view: view.start_ms,
-            reverse=True,
-        )
+        views = []
+        for files in self.store.jobs():
+            try:
+                views.append(self._view(files))
+            except RecordFormatError as exc:  # one job's damaged files hide only that job
+                self._warn_once(str(exc), "job %s is left out: %s", files.job_id, exc)
+        return sorted(views, key=lambda view: view.start_ms, reverse=True)
 
     def job(self, job_id: str) -> JobView:
-        return self._view(self._files(job_id))
+        try:
+            return self._view(self._files(job_id))
+        except RecordFormatError as exc:
+            raise JobDamaged(f"job {job_id} cannot be shown: {exc}") from None
 
     def cancel(self, job_id: str) -> None:
         """Cancel the job after its running epoch; cancelling a cancelled job again is no
@@ -158,12 +179,12 @@ class Dispatcher:
             return
         if outcome is not None:
             raise JobNotRunning(f"job {job_id} is not running: it is {outcome.status}")
-        cancelled = self._cancel.get(job_id)
-        if cancelled is not None:  # wakes its watcher between driver attempts
-            self._loop.call_soon_threadsafe(cancelled.set)
         attempt = files.latest_attempt()
-        if attempt is not None and files.driver_alive():
-            attempt.command(JobCommand(uuid.uuid4().hex, "cancel", None, False))
+        if attempt is not None:  # kept, so that a Dispatcher started again does not resume it
+            _ask_cancel(attempt)
+        cancelled = self._cancel.get(job_id)
+        if cancelled is not None:  # its watcher: between attempts, or to the attempt starting
+            self._loop.call_soon_threadsafe(cancelled.set)
 
     def trigger(
         self,
@@ -189,9 +210,15 @@ class Dispatcher:
             raise DispatcherError(
                 f"no savepoint directory: give one, or configure '{options.SAVEPOINT_DIR.key}'"
             )
-        if "://" not in target and not os.path.isabs(target):
+        scheme, url, path = target.partition("://")
+        local = not url or scheme == "file"  # relative to what? the driver's cwd is not ours
+        if (local and not os.path.isabs(path if url else target)) or (url and not scheme):
             raise DispatcherError(f"savepoint directory {target!r} is not an absolute path or URL")
-        if not is_writable(target):
+        try:
+            writable = is_writable(target)
+        except (ValueError, ImportError) as exc:  # fsspec's: an unknown scheme, a missing library
+            raise DispatcherError(f"savepoint directory {target!r}: {exc}") from None
+        if not writable:
             raise DispatcherError(f"savepoint directory {target} is not writable")
         trigger_id = trigger_id or uuid.uuid4().hex
         attempt.command(JobCommand(trigger_id, kind, target, drain))
@@ -213,7 +240,7 @@ class Dispatcher:
 
     def close(self) -> None:
         """Stop watching (the drivers die with this process)."""
-        for task in self._tasks.values():
+        for task in list(self._tasks.values()):
             task.cancel()
 
     # Inside ----------------------------------------------------------------------------
@@ -228,12 +255,12 @@ class Dispatcher:
         submission = files.submission()
         outcome = files.outcome()
         attempts = files.attempts()
-        latest = attempts[-1].report() if attempts else None
+        latest = self._report(attempts[-1]) if attempts else None
         report = latest
         for attempt in reversed(attempts[:-1]):
             if report is not None:
                 break
-            report = attempt.report()
+            report = self._report(attempt)
         status: str
         if outcome is not None:
             status = outcome.status
@@ -254,10 +281,31 @@ class Dispatcher:
             outcome,
         )
 
+    def _report(self, attempt: AttemptFiles) -> JobReport | None:
+        """The attempt's report, None if it cannot be read (a lockgate of another version
+        wrote it): shown without one rather than not at all."""
+        try:
+            return attempt.report()
+        except RecordFormatError as exc:
+            self._warn_once(str(attempt.report_path), "shown without its report: %s", exc)
+            return None
+
+    def _warn_once(self, key: str, message: str, *args: object) -> None:
+        if key not in self._warned:  # views are asked for every few seconds
+            self._warned.add(key)
+            log.warning(message, *args)
+
     def _watch(self, files: JobFiles, resume: bool) -> None:
-        self._cancel[files.job_id] = asyncio.Event()
+        job_id = files.job_id
+        self._cancel[job_id] = asyncio.Event()
         watching = self._supervise(files, resume)
-        self._tasks[files.job_id] = asyncio.run_coroutine_threadsafe(watching, self._loop)
+        task = self._tasks[job_id] = asyncio.run_coroutine_threadsafe(watching, self._loop)
+
+        def forget(_: concurrent.futures.Future[None]) -> None:  # a Dispatcher runs for months
+            self._tasks.pop(job_id, None)
+            self._cancel.pop(job_id, None)
+
+        task.add_done_callback(forget)
 
     async def _supervise(self, files: JobFiles, resume: bool) -> None:
         try:
@@ -284,8 +332,9 @@ class Dispatcher:
             run_id = job_id if files.latest_attempt() is None else uuid.uuid4().hex
             attempt = files.new_attempt(run_id, recovery)
             self._restarting.discard(job_id)
-            code = await self._run_driver(files, attempt)
-            outcome = attempt.outcome()
+            code = await self._run_driver(files, attempt, cancel)
+            died = f"the job's driver died ({_exit_description(code)})"
+            outcome = _ended_without_restart(attempt, died)
             if outcome is not None:
                 files.end(outcome)
                 log.info("job %s: %s", job_id, outcome.status)
@@ -301,7 +350,6 @@ class Dispatcher:
                 )
                 strategy = restart_strategy(configuration, checkpointing)
             delay = strategy.next_delay_ms(restart_clock_ms())
-            died = f"the job's driver died ({_exit_description(code)})"
             if delay is None:
                 self._restarting.discard(job_id)
                 files.end(
@@ -324,7 +372,9 @@ class Dispatcher:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(cancel.wait(), delay / 1000)
 
-    async def _run_driver(self, files: JobFiles, attempt: AttemptFiles) -> int:
+    async def _run_driver(
+        self, files: JobFiles, attempt: AttemptFiles, cancel: asyncio.Event
+    ) -> int:
         number = attempt.attempt().number
         with open(attempt.log_path, "ab", buffering=0) as log_file:
             os.chmod(attempt.log_path, 0o600)
@@ -341,7 +391,46 @@ class Dispatcher:
                 cwd=files.program_dir,
             )
         log.info("job %s: driver attempt %d started (pid %d)", files.job_id, number, process.pid)
-        return await process.wait()
+        exited = asyncio.ensure_future(process.wait())
+        cancelled = asyncio.ensure_future(cancel.wait())
+        await asyncio.wait((exited, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done():  # a cancel may have gone to the attempt before this one
+            _ask_cancel(attempt)
+        cancelled.cancel()
+        return await exited
+
+
+def _ask_cancel(attempt: AttemptFiles) -> None:
+    if not any(command.kind == "cancel" for command in attempt.commands_waiting(set())):
+        attempt.command(JobCommand(uuid.uuid4().hex, "cancel", None, False))
+
+
+def _ended_without_restart(attempt: AttemptFiles, died: str) -> JobOutcome | None:
+    """How the job ends with this attempt, though its driver may have died before saying
+    so: as it said; cancelled or stopped if that was asked of it (a stop once its savepoint
+    completed, the job's end as in Flink); failed if its program ran several jobs, which a
+    restart, running the program again, would resume from the last one's checkpoint. None:
+    the job is restarted."""
+    outcome = attempt.outcome()
+    if outcome is not None:
+        return outcome
+    for command in attempt.commands_waiting(set()):
+        if command.kind == "cancel":
+            return JobOutcome("CANCELED", now_ms(), f"cancelled; {died} before it had ended")
+        done = attempt.trigger_outcome(command.trigger_id)
+        if command.kind == "stop" and done is not None and done.status == "COMPLETED":
+            return JobOutcome(
+                "FINISHED", now_ms(), f"stopped with savepoint {done.location}; {died}"
+            )
+    report = attempt.report()
+    if report is not None and report.job_id != attempt.attempt().job_id:
+        return JobOutcome(
+            "FAILED",
+            now_ms(),
+            f"{died} after its job file had started more than one job: such a file is not "
+            "restarted (it would run its first job again from the last one's checkpoint)",
+        )
+    return None
 
 
 def _latest_checkpoint(attempt: AttemptFiles) -> str | None:

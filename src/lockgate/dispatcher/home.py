@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lockgate.common.records import Record
 from lockgate.core.fs.private_directory import UnsafeDirectoryError, private_directory
-from lockgate.dispatcher.job_store import write_record
+from lockgate.dispatcher.job_store import write_file, write_record
 
 HOME_VARIABLE = "LOCKGATE_HOME"
 
@@ -49,15 +49,17 @@ class DispatcherHome:
         self.log_path = self.path / "dispatcher.log"
 
     def token(self) -> str:
-        """The token, made at the first start (64 hex digits)."""
-        try:
-            descriptor = os.open(
-                self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
-            )
-        except FileExistsError:
-            return self.read_token()
-        with os.fdopen(descriptor, "w") as file:
-            file.write(secrets.token_hex(32))
+        """The token, made at the first start (64 hex digits): written aside and linked into
+        place, so that a start killed halfway leaves no empty token."""
+        if not os.path.lexists(self.token_path):
+            made = self.path / f".token.{os.getpid()}.tmp"
+            write_file(made, secrets.token_hex(32).encode())
+            try:
+                os.link(made, self.token_path)
+            except FileExistsError:
+                pass  # another start made it first
+            finally:
+                made.unlink()
         return self.read_token()
 
     def read_token(self) -> str:
@@ -83,6 +85,9 @@ class DispatcherHome:
         except BlockingIOError:
             os.close(descriptor)
             return None
+        # a killed Dispatcher's address is not this one's: until this one announces its
+        # own, clients must not send the token there (another user may listen on it now)
+        self.address_path.unlink(missing_ok=True)
         return descriptor
 
     def running(self) -> DispatcherAddress | None:

@@ -4,10 +4,13 @@ attempt's ``driver.log``.
 
 It runs the job file as ``__main__`` under a ``ProgramContext`` (the submission's
 configuration, the attempt's job id and recovery path), reports each job the program runs
-to the job store (``report.json``), carries out the savepoint, stop and cancel requests the
-Dispatcher leaves in ``commands/``, and before it exits writes how the program ended
-(``outcome.json``). A driver that exits without one died (a signal, a lost machine): the
-Dispatcher then runs the job again from its latest completed checkpoint.
+to the job store (``report.json``, when it changed), carries out the savepoint, stop and
+cancel requests the Dispatcher leaves in ``commands/``, and before it exits writes how the
+program ended (``outcome.json``). A driver that exits without one died (a signal, a lost
+machine): the Dispatcher then runs the job again from its latest completed checkpoint. A
+job the program leaves running (``execute_async``) is waited for, still reported; a cancel
+while no job runs (none started yet, or the program does not return after its job ended)
+ends the process.
 
 The driver dies with the Dispatcher (Flink's JobMasters live in the Dispatcher's process),
 and holds its attempt's lock while it lives: a Dispatcher started after a crash restarts
@@ -17,6 +20,7 @@ only jobs whose driver is gone, so two drivers of a job never run at once.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import logging
 import os
@@ -26,6 +30,7 @@ import sys
 import threading
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Literal, NoReturn
 
 from lockgate.common import config_options as options
 from lockgate.common.job_status import JobStatus
@@ -39,13 +44,18 @@ from lockgate.dispatcher.job_store import (
     write_record,
 )
 from lockgate.runtime.jobmaster import program_context
-from lockgate.runtime.jobmaster.job_report import job_report
+from lockgate.runtime.jobmaster.job_report import JobReport, job_report
 from lockgate.runtime.jobmaster.job_runner import JobRunner
 
 log = logging.getLogger(__name__)
 
 REPORT_INTERVAL_S = 0.5
 _PR_SET_PDEATHSIG = 1
+_OUTCOMES: dict[JobStatus, Literal["FINISHED", "CANCELED", "FAILED"]] = {
+    JobStatus.FINISHED: "FINISHED",
+    JobStatus.CANCELED: "CANCELED",
+    JobStatus.FAILED: "FAILED",
+}
 
 
 class JobReporter:
@@ -57,6 +67,7 @@ class JobReporter:
         self.runner: JobRunner | None = None
         self._seen: set[str] = set()
         self._waiting: list[JobCommand] = []  # arrived before the program started a job
+        self._written: JobReport | None = None  # the last report written, but its time
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lockgate-job-reporter")
 
@@ -83,16 +94,24 @@ class JobReporter:
                 log.exception("could not report the job to the Dispatcher")
 
     def _write_report(self) -> None:
-        if self.runner is not None:
-            write_record(self.files.report_path, job_report(self.runner))
+        """The job's report, if it changed: a job may sit idle for weeks."""
+        if self.runner is None:
+            return
+        report = job_report(self.runner)
+        if dataclasses.replace(report, written_ms=0) != self._written:
+            write_record(self.files.report_path, report)
+            self._written = dataclasses.replace(report, written_ms=0)
 
     def _take_commands(self) -> None:
         for command in self.files.commands_waiting(self._seen):
             self._seen.add(command.trigger_id)
             self._waiting.append(command)
-        if self.runner is None:
-            return
         runner = self.runner
+        no_job = runner is None or runner.wait(0) is not None
+        if no_job and any(command.kind == "cancel" for command in self._waiting):
+            self._end_program(runner)
+        if runner is None:
+            return
         waiting, self._waiting = self._waiting, []
         for command in waiting:
             log.info("carrying out %s request %s", command.kind, command.trigger_id)
@@ -103,6 +122,29 @@ class JobReporter:
                 command.target_directory, command.kind == "stop", command.drain
             )
             future.add_done_callback(functools.partial(self._savepoint_done, command))
+
+    def _end_program(self, runner: JobRunner | None) -> NoReturn:
+        """A cancel while no job runs: the program has not started one, or has not
+        returned after it ended. Nothing of lockgate's runs that a stop would have to wind
+        down, so this process ends here, saying how."""
+        status = runner.wait(0) if runner is not None else None
+        for command in self._waiting:
+            if command.kind != "cancel":
+                self._outcome(command, None, "the job was cancelled before it ran the request")
+        if status is None:
+            outcome = JobOutcome("CANCELED", now_ms(), "cancelled before its job file ran a job")
+        else:
+            self._write_report()
+            outcome = JobOutcome(
+                _OUTCOMES[status],
+                now_ms(),
+                f"the job {status.name.lower()}; its job file did not return after it, and was "
+                "ended by a cancel",
+            )
+        write_record(self.files.outcome_path, outcome)
+        log.warning("%s", outcome.reason)
+        logging.shutdown()
+        os._exit(0)
 
     def _savepoint_done(self, command: JobCommand, future: Future[str]) -> None:
         error = future.exception()
@@ -140,10 +182,12 @@ def run(job: JobFiles, attempt_files: AttemptFiles) -> JobOutcome:
     except BaseException as exc:
         failure = exc
         log.error("the job file %s failed", program.name, exc_info=exc)
-    finally:
-        reporter.close()
     runner = reporter.runner
-    if runner is not None and runner.wait(0) is JobStatus.CANCELED:
+    if runner is not None and failure is None and runner.on_own_thread:
+        runner.wait()  # a job the file left running (execute_async) goes on, reported
+    reporter.close()
+    status = runner.wait(0) if runner is not None else None
+    if status is JobStatus.CANCELED:
         return JobOutcome("CANCELED", now_ms(), "the job was cancelled")  # whatever it raised
     if failure is not None:
         reason = f"exit code {failure.code}" if isinstance(failure, SystemExit) else str(failure)
@@ -154,7 +198,9 @@ def run(job: JobFiles, attempt_files: AttemptFiles) -> JobOutcome:
             now_ms(),
             f"the job file {program.name} ended without running a job (env.execute())",
         )
-    if runner.wait() is JobStatus.FAILED:  # the program caught the job's error
+    if status is None:  # an execute_and_collect whose results it left unread
+        return JobOutcome("CANCELED", now_ms(), f"the job file {program.name} ended before its job")
+    if status is JobStatus.FAILED:  # the program caught the job's error
         return JobOutcome("FAILED", now_ms(), "the job failed")
     return JobOutcome("FINISHED", now_ms(), "the job finished")
 

@@ -15,9 +15,11 @@ the Dispatcher's home, so that a Dispatcher started again finds the jobs the kil
 <home>/jobs/<job id>/driver.lock            held by the job's driver while it lives
 ```
 
-Every file is written to a temporary name and renamed, so a reader (or a Dispatcher killed
-mid-write) sees a whole record or none. Everything lies under the home, which is private to
-its user (0700). Nothing here is ever deleted by lockgate: a job's files are its history.
+Every file is written to a temporary name and renamed, and so is a job's or an attempt's
+directory once its record is in it, so a reader (or a Dispatcher killed mid-write) sees a
+whole record or none. Everything lies under the home, which is private to its user (0700).
+Nothing here is ever deleted by lockgate but what a killed Dispatcher left half-made: a
+job's files are its history.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shutil
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -86,14 +90,14 @@ def write_record(path: Path, record: Record) -> None:
 
 
 def write_file(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, whole or not at all, readable by this user only."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """``data`` at ``path``, whole or not at all, readable by this user only (requests are
+    served on several threads: a retried savepoint request writes its command again)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(descriptor, data)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+        file.flush()
         os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
     os.replace(temporary, path)
 
 
@@ -113,9 +117,7 @@ class AttemptFiles:
         self.outcome_path = directory / "outcome.json"
 
     def create(self, attempt: DriverAttempt) -> None:
-        for directory in (self.directory, self.commands, self.triggers):
-            directory.mkdir(mode=0o700)
-        write_record(self.directory / "attempt.json", attempt)
+        _create_whole(self.directory, lambda made: _make_attempt(made, attempt))
 
     def attempt(self) -> DriverAttempt:
         path = self.directory / "attempt.json"
@@ -214,6 +216,7 @@ class JobFiles:
         return attempts[-1] if attempts else None
 
     def new_attempt(self, job_id: str, recovery_path: str | None) -> AttemptFiles:
+        _sweep_unfinished(self.directory / "attempts")
         latest = self.latest_attempt()
         number = latest.attempt().number + 1 if latest is not None else 0
         files = AttemptFiles(self.directory / "attempts" / str(number))
@@ -224,16 +227,18 @@ class JobFiles:
 class JobStore:
     def __init__(self, home: Path):
         self.directory = private_directory(home / "jobs", None)
+        _sweep_unfinished(self.directory)
 
     def create(self, submission: JobSubmission, program: bytes) -> JobFiles:
-        directory = self.directory / submission.job_id
-        directory.mkdir(mode=0o700)  # a job id is never reused
-        files = JobFiles(directory)
-        files.program_dir.mkdir(mode=0o700)
-        (directory / "attempts").mkdir(mode=0o700)
-        write_file(files.program_dir / submission.program, program)
-        write_record(directory / "submission.json", submission)
-        return files
+        def make(directory: Path) -> None:
+            for sub in ("program", "attempts"):
+                (directory / sub).mkdir(mode=0o700)
+            write_file(directory / "program" / submission.program, program)
+            write_record(directory / "submission.json", submission)
+
+        directory = self.directory / submission.job_id  # a job id is never reused
+        _create_whole(directory, make)
+        return JobFiles(directory)
 
     def get(self, job_id: str) -> JobFiles | None:
         if not JOB_ID.fullmatch(job_id):
@@ -248,3 +253,27 @@ class JobStore:
             if files is not None:
                 found.append(files)
         return found
+
+
+def _make_attempt(directory: Path, attempt: DriverAttempt) -> None:
+    for sub in ("commands", "triggers"):
+        (directory / sub).mkdir(mode=0o700)
+    write_record(directory / "attempt.json", attempt)
+
+
+_UNFINISHED = ".new"
+
+
+def _create_whole(directory: Path, make: Callable[[Path], None]) -> None:
+    """``directory``, filled by ``make``, whole or not at all: it is made under a hidden
+    name and renamed, so a Dispatcher killed halfway leaves no job or attempt without its
+    record (``_sweep_unfinished`` removes what it left)."""
+    unfinished = directory.with_name(f".{directory.name}{_UNFINISHED}")
+    unfinished.mkdir(mode=0o700)
+    make(unfinished)
+    os.rename(unfinished, directory)
+
+
+def _sweep_unfinished(directory: Path) -> None:
+    for path in directory.glob(f".*{_UNFINISHED}"):
+        shutil.rmtree(path)

@@ -9,7 +9,6 @@ and key), since its token and job files would otherwise cross the network in cle
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
 import signal
@@ -25,7 +24,7 @@ import uvicorn
 from lockgate.dispatcher.dispatcher import Dispatcher
 from lockgate.dispatcher.home import DispatcherAddress, DispatcherHome
 from lockgate.dispatcher.job_store import now_ms
-from lockgate.dispatcher.rest.app import create_app
+from lockgate.dispatcher.rest.app import create_app, is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +35,6 @@ READY_TIMEOUT_S = 30.0
 
 class ServiceError(RuntimeError):
     """The Dispatcher cannot be started, stopped or reached."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_listen(host: str, tls_cert: str | None, tls_key: str | None) -> None:
@@ -84,6 +74,7 @@ def serve(home: Path, host: str, port: int, tls_cert: str | None, tls_key: str |
         ssl_certfile=tls_cert,
         ssl_keyfile=tls_key,
         timeout_graceful_shutdown=5,
+        access_log=False,  # a line per request: a polling Web UI would grow the log for ever
     )
     # Connections wait in the listening socket's backlog until the server takes them
     dispatcher_home.announce(

@@ -31,6 +31,7 @@ RUNNING = "0123456789abcdef0123456789abcdef"
 ENDED = "fedcba9876543210fedcba9876543210"
 UNKNOWN = "00000000000000000000000000000000"
 MAX_BODY = 4096
+LOOPBACK = "http://127.0.0.1:8081"  # the Host header of a client on loopback
 
 # Field names of Flink 2.3's answers (captured from a Flink 2.3 cluster): its CLI's Jackson
 # classes require them
@@ -136,7 +137,7 @@ def api(tmp_path):
         return made["d"]
 
     app = create_app(factory, token, loopback=True, max_body_bytes=MAX_BODY)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOOPBACK) as client:
         dispatcher = made["d"]
         running = add_job(dispatcher, RUNNING, "RUNNING", str(tmp_path / "sp"))
         lock = running.hold_lock()
@@ -426,7 +427,7 @@ def test_a_job_file_that_runs_no_job_fails_with_that_reason(tmp_path):
         made["d"] = Dispatcher(home.path, 1 << 20, loop)
         return made["d"]
 
-    with TestClient(create_app(factory, token, True, 1 << 20)) as client:
+    with TestClient(create_app(factory, token, True, 1 << 20), base_url=LOOPBACK) as client:
         body = {
             "program-name": "hello.py",
             "program": base64.b64encode(b"import sys\nprint('hello', sys.argv[1:])\n").decode(),

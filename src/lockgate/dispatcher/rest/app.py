@@ -12,6 +12,7 @@ import asyncio
 import base64
 import binascii
 import hmac
+import ipaddress
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -76,7 +77,8 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 class BodyLimit:
-    """Refuses a request body beyond ``limit`` bytes (413), before the app reads it."""
+    """Refuses a request body beyond ``limit`` bytes (413), before the app reads it: by its
+    Content-Length, or, for a chunked body, once that much has arrived."""
 
     def __init__(self, app: ASGIApp, limit: int):
         self.app = app
@@ -86,28 +88,31 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        too_large = _error(413, f"request body larger than {self.limit} bytes")
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await _error(413, f"request body larger than {self.limit} bytes")(scope, receive, send)
+        if length is not None:
+            if not length.isdigit() or int(length) > self.limit:
+                await too_large(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
             return
+        # Chunked: read here (the app would turn an error while it reads into a 400)
+        messages: list[Message] = []
         received = 0
-
-        async def limited() -> Message:
-            nonlocal received
+        while True:
             message = await receive()
+            messages.append(message)
             received += len(message.get("body", b""))
             if received > self.limit:
-                raise _TooLarge
-            return message
+                await too_large(scope, receive, send)
+                return
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _error(413, f"request body larger than {self.limit} bytes")(scope, receive, send)
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
 
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 def create_app(
@@ -129,12 +134,21 @@ def create_app(
     def authorized(request: Request) -> None:
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(), token):
+        # as bytes: a header may hold any byte, and compare_digest takes only ASCII strings
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode("latin-1"), token.encode()
+        ):
             raise _Unauthorized("missing or wrong token" if header else "missing token")
 
     async def reader(request: Request) -> None:
         if not loopback:
             authorized(request)
+        elif not is_loopback(_host_name(request.headers.get("host", ""))):
+            # a web page whose name was made to resolve to 127.0.0.1 (DNS rebinding) must
+            # not read what the API shows any local client
+            raise StarletteHTTPException(
+                403, f"Host {request.headers.get('host')!r} is not a loopback address"
+            )
 
     app = FastAPI(
         title="lockgate Dispatcher",
@@ -323,6 +337,22 @@ def create_app(
 
 class _Unauthorized(Exception):
     pass
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(host: str) -> str:
+    """The name or address of a Host header, without its port and brackets."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if ":" in host else host
 
 
 def _canonical(format_type: str | None) -> None:

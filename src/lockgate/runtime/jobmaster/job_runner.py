@@ -1,18 +1,20 @@
-"""A job run on a thread of the driver (``execute_async``): its status, its result, and
-cancellation and savepoints asked for from any thread."""
+"""A job run on a thread of the driver (``execute``, ``execute_async``), or epoch by epoch
+in the thread that collects its results (``execute_and_collect``): its status, its result,
+and cancellation and savepoints asked for from any thread."""
 
 from __future__ import annotations
 
 import atexit
 import logging
 import threading
+from collections.abc import Generator
 from concurrent.futures import Future
 
 from lockgate.common.job_execution_result import JobExecutionResult
 from lockgate.common.job_status import JobStatus
 from lockgate.runtime.errors import JobCancellationError, JobExecutionError
 from lockgate.runtime.jobmaster.job_master import JobMaster
-from lockgate.runtime.jobmaster.job_summary import JobFailure
+from lockgate.runtime.jobmaster.job_summary import EpochResult, JobFailure
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +32,21 @@ class JobRunner:
         self._ended: Future[JobStatus] = Future()
         self._lock = threading.Lock()
         self._cancelling = False
+        self._started = False
         self._thread = threading.Thread(
             target=self._run, name=f"lockgate-job-{self.job_id}", daemon=True
         )
 
     def start(self) -> None:
+        """Run the job on a thread of its own."""
+        self._started = True
         atexit.register(self._stop_at_exit)
         self._thread.start()
+
+    @property
+    def on_own_thread(self) -> bool:
+        """Whether the job runs by itself (``start``), not as its results are read."""
+        return self._thread.ident is not None
 
     def status(self) -> JobStatus:
         if self._ended.done():
@@ -44,7 +54,7 @@ class JobRunner:
         with self._lock:
             if self._cancelling:
                 return JobStatus.CANCELLING
-        if not self._thread.is_alive():
+        if not self._started:
             return JobStatus.CREATED
         return JobStatus.RESTARTING if self.master.failover.restarting else JobStatus.RUNNING
 
@@ -81,24 +91,43 @@ class JobRunner:
         except TimeoutError:
             return None
 
-    def _run(self) -> None:
+    def epochs(self) -> Generator[EpochResult, None, None]:
+        """Run the job in the calling thread, an epoch per item; closing it stops the job."""
+        self._started = True
         # the status goes first: who sees the result sees the status it ended with
         try:
-            for _ in self.master.run():
-                pass
+            yield from self.master.run()
+        except GeneratorExit:
+            self._ended.set_result(JobStatus.CANCELED)
+            self.result.set_exception(JobCancellationError(f"job {self.job_id} was cancelled"))
+            raise
         except BaseException as exc:
             self.master.summary.failures.append(JobFailure.of(exc))
             self._ended.set_result(JobStatus.FAILED)
             self.result.set_exception(exc)
-            return
-        finally:
-            atexit.unregister(self._stop_at_exit)
+            raise
         if self.master.finished:
             self._ended.set_result(JobStatus.FINISHED)
             self.result.set_result(self.master.summary.execution_result())
         else:
             self._ended.set_result(JobStatus.CANCELED)
             self.result.set_exception(JobCancellationError(f"job {self.job_id} was cancelled"))
+
+    def discard(self) -> None:
+        """The job will not run: ``epochs`` was closed before its first epoch."""
+        if not self._started:
+            self._started = True
+            self._ended.set_result(JobStatus.CANCELED)
+            self.result.set_exception(JobCancellationError(f"job {self.job_id} was cancelled"))
+
+    def _run(self) -> None:
+        try:
+            for _ in self.epochs():
+                pass
+        except BaseException:  # in self.result
+            pass
+        finally:
+            atexit.unregister(self._stop_at_exit)
 
     def _stop_at_exit(self) -> None:
         if self._ended.done():
