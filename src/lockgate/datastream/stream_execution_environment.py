@@ -362,8 +362,8 @@ class StreamExecutionEnvironment:
         # a SparkContext does not start without spark.master, so its master is set
         master = cast(str, session.sparkContext.master)
         context = program_context.current()
-        job_id = context.take_job_id() if context is not None else None
-        settings = JobSettings.resolve(config, job_name or "lockgate job", master, job_id)
+        job_id, earlier = context.take_job_id() if context is not None else (None, ())
+        settings = JobSettings.resolve(config, job_name or "lockgate job", master, job_id, earlier)
         check_exactly_once_sinks(job, settings)
         if context is not None and context.plan_only:
             raise program_context.ProgramPlan(job, settings.job_name)

@@ -168,7 +168,14 @@ def run(job: JobFiles, attempt_files: AttemptFiles) -> JobOutcome:
     if attempt.recovery_path is not None:
         configuration[options.STATE_RECOVERY_PATH.key] = attempt.recovery_path
     reporter = JobReporter(attempt_files)
-    program_context.install(program_context.ProgramContext(configuration, attempt.job_id, reporter))
+    earlier = tuple(
+        a.attempt().job_id for a in job.attempts() if a.attempt().number < attempt.number
+    )
+    program_context.install(
+        program_context.ProgramContext(
+            configuration, attempt.job_id, reporter, earlier_runs=earlier
+        )
+    )
     program = job.program()
     sys.argv = [str(program), *submission.arguments]
     sys.path.insert(0, str(program.parent))

@@ -147,6 +147,37 @@ class Failover:
         self.ctx.shared_state.hold_live(self.ctx.state.subtask_files())
         self.ctx.shared_state.sweep()
 
+    def abort_earlier_runs(self) -> None:
+        """What killed earlier runs of this job (the Dispatcher's restarts of it) staged
+        and never committed: the files their staging records name, beside this run's (each
+        run's records are under its own id), and what their sinks left in the systems they
+        write to (open transactions block readers), except the committables of the
+        checkpoint this run resumes from."""
+        earlier = self.ctx.settings.earlier_runs
+        if not earlier:
+            return
+        keep = self._committed(self.resumed_from)
+        staging = self.ctx.staged.storage.url  # <root>/<job id>/staging
+        root = Storage(staging.rsplit("/", 2)[0])
+        for run in earlier:
+            if root.exists(f"{run}/staging"):
+                registry = StagedFilesRegistry(
+                    root.child(f"{run}/staging"), self.ctx.staged.committers
+                )
+                registry.abort_all(keep)  # the records too: no run of the job reads them again
+        for committer in self.ctx.staged.committers:
+            committer.abort_lingering(set(earlier), keep)
+
+    def _committed(self, checkpoint: CompletedCheckpoint | None) -> set[str]:
+        """The staged files of ``checkpoint``'s committables."""
+        if checkpoint is None:
+            return set()
+        return {
+            url
+            for committer, committable in self.ctx.state.committables(checkpoint.metadata)
+            for url in committer.staged_files(committable)
+        }
+
     def abort_staged(
         self,
         registry: StagedFilesRegistry,
@@ -159,15 +190,7 @@ class Failover:
         own records (``forget``), sinks also abort what they find lingering in the systems they
         write to, of this job and of the one the checkpoint was taken by (whose staging
         records are not read when it was resumed from a savepoint)."""
-        keep = (
-            {
-                url
-                for committer, committable in self.ctx.state.committables(checkpoint.metadata)
-                for url in committer.staged_files(committable)
-            }
-            if checkpoint is not None
-            else set()
-        )
+        keep = self._committed(checkpoint)
         registry.abort_all(keep, forget)
         if forget:
             job_ids = {self.ctx.settings.job_id}

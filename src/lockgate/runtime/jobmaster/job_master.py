@@ -136,6 +136,7 @@ class JobMaster:
         try:
             if self.ctx.settings.recovery_path is not None:
                 self.failover.resume(self.ctx.settings.recovery_path)  # may adopt max parallelism
+            self.failover.abort_earlier_runs()
             graph = self.sc.broadcast(ship(cloudpickle.dumps(self.ctx.job)))  # type: ignore[no-untyped-call]
             resumed = self.failover.resumed_from
             master = str(self.sc.master)

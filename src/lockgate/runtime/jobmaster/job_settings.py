@@ -59,18 +59,25 @@ class JobSettings:
     batch_bounds: BatchBounds
     signing_key: CheckpointSigningKey | None  # of checkpoints and savepoints (driver only)
     configuration: Mapping[str, str]  # what the settings were resolved from
+    earlier_runs: tuple[str, ...]  # ids of killed runs of this job (the Dispatcher's restarts)
 
     @staticmethod
     def resolve(
-        config: Mapping[str, str], job_name: str, master: str, job_id: str | None = None
+        config: Mapping[str, str],
+        job_name: str,
+        master: str,
+        job_id: str | None = None,
+        earlier_runs: tuple[str, ...] = (),
     ) -> JobSettings:
         """Settings for one execution of a job on Spark master ``master`` (with a new id
-        unless ``job_id`` names it: 32 lowercase hex digits, as Flink's)."""
+        unless ``job_id`` names it: 32 lowercase hex digits, as Flink's), whose killed
+        ``earlier_runs`` (their ids) may have left staged output."""
         options.validate(config)
         if job_id is None:
             job_id = uuid.uuid4().hex
-        elif len(job_id) != 32 or job_id.strip("0123456789abcdef"):
-            raise ValueError(f"job id {job_id!r} is not 32 lowercase hex digits")
+        for given in (job_id, *earlier_runs):
+            if len(given) != 32 or given.strip("0123456789abcdef"):
+                raise ValueError(f"job id {given!r} is not 32 lowercase hex digits")
         local = is_local_master(master)
         checkpoint = _checkpoint_settings(config)
         keyed_state = _keyed_state(config, job_id)
@@ -104,6 +111,7 @@ class JobSettings:
             ),
             signing_key=_signing_key(config),
             configuration=dict(config),
+            earlier_runs=earlier_runs,
         )
 
 

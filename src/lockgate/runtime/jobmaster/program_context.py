@@ -38,10 +38,14 @@ class ProgramContext:
     job_id: str | None = None  # the first job's; later ones get their own
     listener: JobListener | None = None
     plan_only: bool = False
+    # earlier runs of the first job, killed: what they staged is aborted before it starts
+    earlier_runs: tuple[str, ...] = ()
 
-    def take_job_id(self) -> str | None:
-        job_id, self.job_id = self.job_id, None
-        return job_id
+    def take_job_id(self) -> tuple[str | None, tuple[str, ...]]:
+        """The first job's id and its earlier runs (then nothing: later jobs are new)."""
+        taken = self.job_id, self.earlier_runs
+        self.job_id, self.earlier_runs = None, ()
+        return taken
 
 
 _current: ProgramContext | None = None
