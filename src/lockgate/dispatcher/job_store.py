@@ -33,12 +33,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from lockgate.common.records import Record
 from lockgate.core.fs.private_directory import private_directory
 from lockgate.runtime.jobmaster.job_report import JobReport
 
+R = TypeVar("R", bound=Record)
 JOB_ID = re.compile(r"[0-9a-f]{32}")
 TRIGGER_ID = re.compile(r"[0-9a-f]{32}")
 # A job file's name: what its driver runs (a .py file, no path)
@@ -101,6 +102,15 @@ def write_file(path: Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
+def read_record(path: Path, kind: type[R]) -> R | None:
+    """The record at ``path``; None when there is none (yet)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return kind.decode(data, str(path))
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -125,19 +135,11 @@ class AttemptFiles:
 
     def outcome(self) -> JobOutcome | None:
         """How the program ended, if its driver lived to say so."""
-        try:
-            data = self.outcome_path.read_bytes()
-        except FileNotFoundError:
-            return None
-        return JobOutcome.decode(data, str(self.outcome_path))
+        return read_record(self.outcome_path, JobOutcome)
 
     def report(self) -> JobReport | None:
         """The driver's latest report (None: it has written none yet)."""
-        try:
-            data = self.report_path.read_bytes()
-        except FileNotFoundError:
-            return None
-        return JobReport.decode(data, str(self.report_path))
+        return read_record(self.report_path, JobReport)
 
     def command(self, command: JobCommand) -> None:
         write_record(self.commands / f"{command.trigger_id}.json", command)
@@ -148,11 +150,7 @@ class AttemptFiles:
                 yield JobCommand.decode(path.read_bytes(), str(path))
 
     def trigger_outcome(self, trigger_id: str) -> TriggerOutcome | None:
-        path = self.triggers / f"{trigger_id}.json"
-        try:
-            return TriggerOutcome.decode(path.read_bytes(), str(path))
-        except FileNotFoundError:
-            return None
+        return read_record(self.triggers / f"{trigger_id}.json", TriggerOutcome)
 
     def has_command(self, trigger_id: str) -> bool:
         return (self.commands / f"{trigger_id}.json").exists()
@@ -197,11 +195,7 @@ class JobFiles:
         return self.program_dir / self.submission().program
 
     def outcome(self) -> JobOutcome | None:
-        try:
-            data = self.outcome_path.read_bytes()
-        except FileNotFoundError:
-            return None
-        return JobOutcome.decode(data, str(self.outcome_path))
+        return read_record(self.outcome_path, JobOutcome)
 
     def end(self, outcome: JobOutcome) -> None:
         write_record(self.outcome_path, outcome)
