@@ -269,11 +269,7 @@ def savepoint(address: str | None, job_id: str, directory: str | None) -> None:
     """Take a savepoint of JOB_ID (under DIRECTORY, else the job's savepoint directory)."""
     click.echo(f"Triggering savepoint for job {job_id}.")
     body = {"target-directory": directory, "cancel-job": False, "formatType": "CANONICAL"}
-    with _errors():
-        result = _client(address).savepoint(job_id, "/savepoints", body)
-    if result.location is None:
-        fail(f"the savepoint of job {job_id} failed: {result.failure}")
-    click.echo(f"Savepoint completed. Path: {result.location}")
+    _take_savepoint(address, job_id, "/savepoints", body, "savepoint")
 
 
 @cli.command()
@@ -285,10 +281,16 @@ def stop(address: str | None, directory: str | None, drain: bool, job_id: str) -
     """Stop JOB_ID with a savepoint."""
     click.echo(f"Stopping job {job_id} with a savepoint.")
     body = {"targetDirectory": directory, "drain": drain, "formatType": "CANONICAL"}
+    _take_savepoint(address, job_id, "/stop", body, "stop")
+
+
+def _take_savepoint(
+    address: str | None, job_id: str, path: str, body: dict[str, Any], what: str
+) -> None:
     with _errors():
-        result = _client(address).savepoint(job_id, "/stop", body)
+        result = _client(address).savepoint(job_id, path, body)
     if result.location is None:
-        fail(f"the stop of job {job_id} failed: {result.failure}")
+        fail(f"the {what} of job {job_id} failed: {result.failure}")
     click.echo(f"Savepoint completed. Path: {result.location}")
 
 
