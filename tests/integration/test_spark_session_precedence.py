@@ -25,7 +25,7 @@ import lockgate
 
 PROBE = Path(__file__).with_name("session_probe.py")
 SRC = str(Path(lockgate.__file__).resolve().parents[1])
-TIMEOUT_S = 120
+TIMEOUT_S = 300  # against a hang: six JVMs start at once on 2 cores, beside the suite's other files
 
 
 SUBMIT_ARGS = (
